@@ -1,0 +1,74 @@
+//! One operation in one fresh instance, under a budget: the epoch deadline
+//! bounds guest CPU, store limits bound memory, and a timeout around the
+//! whole call bounds time spent in host imports. Nothing is retried.
+
+use crate::Budget;
+use crate::bindings::{Provider, ProviderPre};
+use crate::capability::SharedCapabilities;
+use crate::loader::EPOCH_TICK;
+use crate::state::CallState;
+use wasmtime::{Store, Trap};
+
+/// Why a call ended without the component's answer. Every case means the
+/// outcome is unknown: callers report it as unconfirmed, never as success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aborted {
+    /// The budget ran out (guest CPU or waiting on a capability).
+    Expired,
+    /// The instance exceeded its memory limit.
+    OutOfMemory,
+    /// The guest trapped (panic, unreachable, …).
+    Trapped,
+    /// No instance could be created (pool exhausted, instantiation trap).
+    Unavailable,
+}
+
+impl Aborted {
+    /// A fixed code for logs.
+    pub fn code(self) -> &'static str {
+        match self {
+            Aborted::Expired => "budget_expired",
+            Aborted::OutOfMemory => "memory_limit",
+            Aborted::Trapped => "trapped",
+            Aborted::Unavailable => "instance_unavailable",
+        }
+    }
+}
+
+fn classify(error: &wasmtime::Error) -> Aborted {
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => Aborted::Expired,
+        Some(_) => Aborted::Trapped,
+        // Exceeding StoreLimits' memory surfaces as a plain error, not a Trap.
+        None if format!("{error:?}").contains("memory") => Aborted::OutOfMemory,
+        None => Aborted::Trapped,
+    }
+}
+
+/// Runs `call` against a fresh instance of `pre` and drops the instance.
+pub async fn run<R>(
+    pre: &ProviderPre<CallState>,
+    capabilities: SharedCapabilities,
+    max_memory_bytes: usize,
+    budget: Budget,
+    call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
+) -> Result<R, Aborted> {
+    let deadline = budget.deadline_from_now();
+    let mut store = Store::new(pre.engine(), CallState::new(capabilities, deadline, max_memory_bytes));
+    store.limiter(|state| &mut state.limits);
+    let ticks = u64::from(budget.millis()) / EPOCH_TICK.as_millis() as u64 + 1;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+    let work = async {
+        let provider = pre.instantiate_async(&mut store).await.map_err(|error| match classify(&error) {
+            Aborted::Expired => Aborted::Expired,
+            Aborted::OutOfMemory => Aborted::OutOfMemory,
+            _ => Aborted::Unavailable,
+        })?;
+        call(&provider, &mut store).await.map_err(|error| classify(&error))
+    };
+    match tokio::time::timeout_at(deadline.into(), work).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Aborted::Expired),
+    }
+}

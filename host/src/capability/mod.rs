@@ -1,0 +1,29 @@
+//! Capabilities the host implements for components. A component reaches
+//! nothing native except through these, and only what its registration
+//! grants: an ungranted capability answers `denied` before any I/O.
+
+pub mod docker;
+pub mod http;
+pub mod log;
+mod linking;
+
+use std::sync::Arc;
+
+/// What one kind's components may reach, built once per node binding.
+pub struct Capabilities {
+    /// The kind these serve.
+    pub kind: String,
+    /// The installation id given to the component and used in ownership checks.
+    pub installation_id: String,
+    /// The kind's native configuration as JSON text.
+    pub configuration: String,
+    /// The Docker broker, when granted.
+    pub docker: Option<docker::DockerBroker>,
+    /// The HTTP broker (its allowlist may be empty).
+    pub http: http::HttpBroker,
+    /// The credential, kept host-side for the HTTP capability and log redaction.
+    pub credential: Option<String>,
+}
+
+/// Shared handle to a kind's capabilities.
+pub type SharedCapabilities = Arc<Capabilities>;

@@ -1,0 +1,343 @@
+//! The fixed registry: which provider kinds exist, where their components
+//! are, what each may reach. There is no discovery: a kind exists only if it
+//! is in [`builtin`], and every registration is validated before anything is
+//! compiled or called.
+
+use std::path::{Path, PathBuf};
+
+/// How Core reaches the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Runs on operator nodes, served by `sandbox-host serve`.
+    Nodes,
+    /// Calls a vendor API directly from the host.
+    Direct,
+}
+
+/// Where the expected SHA-256 of a component comes from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DigestSource {
+    /// The `<file>.sha256` that `cargo xtask build-plugins` stages beside it.
+    Staged,
+    /// A digest pinned in the table (64 lowercase hex digits).
+    Pinned(String),
+}
+
+/// The capabilities a kind's component may use; everything else is denied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Grants {
+    /// The Docker Engine capability (node kinds only).
+    pub docker: bool,
+    /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
+    pub http_origins: Vec<String>,
+}
+
+/// Resource bounds for every call of the kind.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Policy {
+    /// Budget used when a caller gives none, in milliseconds.
+    pub default_budget_ms: u32,
+    /// Linear-memory limit of one instance, in bytes.
+    pub max_memory_bytes: usize,
+    /// Operations of this kind allowed in flight at once.
+    pub max_concurrent_calls: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self { default_budget_ms: 30_000, max_memory_bytes: 64 << 20, max_concurrent_calls: 64 }
+    }
+}
+
+/// Defaults for checkpointing kinds.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SuspensionDefaults {
+    /// Idle time after which Core may suspend, in seconds.
+    pub idle_suspend_seconds: u32,
+}
+
+/// One row of the registry table.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Registration {
+    /// Kind name, `^[a-z][a-z0-9-]{0,31}$`.
+    pub kind: String,
+    /// How Core reaches it.
+    pub mode: Mode,
+    /// Component file name, relative to the plugin directory.
+    pub component: String,
+    /// Where the expected digest comes from.
+    pub digest: DigestSource,
+    /// Capability grants.
+    pub grants: Grants,
+    /// Call bounds.
+    pub policy: Policy,
+    /// Artifacts a node needs (e.g. the runtime image), by name.
+    pub node_artifacts: Vec<String>,
+    /// Suspension defaults, for kinds that may checkpoint.
+    pub suspension: Option<SuspensionDefaults>,
+}
+
+/// The registry table compiled into this host. Adding a kind means adding a
+/// row here, nowhere else.
+pub fn builtin() -> Vec<Registration> {
+    vec![Registration {
+        // The host's self-test component: exercises every capability and
+        // rule, and is what `validate`/`call` use until real adapters land.
+        kind: "steerable".into(),
+        mode: Mode::Nodes,
+        component: "steerable.wasm".into(),
+        digest: DigestSource::Staged,
+        grants: Grants { docker: true, http_origins: Vec::new() },
+        policy: Policy::default(),
+        node_artifacts: Vec::new(),
+        suspension: None,
+    }]
+}
+
+/// What an operator's node supplies for one kind at run time.
+#[derive(Clone, Debug, Default)]
+pub struct NodeBinding {
+    /// Installation id; the value of every `io.oac.installation` label.
+    pub installation_id: String,
+    /// Unix socket of the Docker Engine (never taken from `DOCKER_HOST`).
+    pub docker_socket: Option<PathBuf>,
+    /// The kind's native configuration, handed to the component as JSON.
+    pub configuration: serde_json::Value,
+    /// Vendor credential the HTTP capability may attach; never shown to the component.
+    pub credential: Option<String>,
+}
+
+/// A registration or binding that must not be loaded. It names the field,
+/// never its value, so no configuration is echoed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistrationError {
+    /// The kind name is malformed.
+    #[error("registration has an invalid kind name")]
+    InvalidKind,
+    /// Two rows name the same kind.
+    #[error("kind `{0}` is registered twice")]
+    DuplicateKind(String),
+    /// A field of a valid-named kind is invalid.
+    #[error("kind `{kind}`: invalid {field}")]
+    InvalidField {
+        /// The kind.
+        kind: String,
+        /// The field, e.g. `component`, `grants.docker`.
+        field: &'static str,
+    },
+    /// The kind is not in the registry.
+    #[error("unknown provider kind")]
+    UnknownKind,
+}
+
+fn is_kind_name(kind: &str) -> bool {
+    let bytes = kind.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 32
+        && bytes[0].is_ascii_lowercase()
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+}
+
+fn is_component_file(name: &str) -> bool {
+    let path = Path::new(name);
+    name.ends_with(".wasm")
+        && path.components().count() == 1
+        && matches!(path.components().next(), Some(std::path::Component::Normal(_)))
+}
+
+fn is_sha256_hex(digest: &str) -> bool {
+    digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// An origin the HTTP capability may be granted: `https://host[:port]`, or
+/// `http://` to a loopback host (test fixtures), with no path, query or user.
+pub(crate) fn parse_origin(origin: &str) -> Option<reqwest::Url> {
+    let url = reqwest::Url::parse(origin).ok()?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    let bare = url.path() == "/" && url.query().is_none() && url.username().is_empty() && url.password().is_none();
+    (scheme_ok && bare && url.host_str().is_some() && !origin.ends_with('/')).then_some(url)
+}
+
+/// Checks one row before any component is read, compiled or called.
+pub fn validate_registration(registration: &Registration) -> Result<(), RegistrationError> {
+    if !is_kind_name(&registration.kind) {
+        return Err(RegistrationError::InvalidKind);
+    }
+    let invalid = |field| Err(RegistrationError::InvalidField { kind: registration.kind.clone(), field });
+    if !is_component_file(&registration.component) {
+        return invalid("component");
+    }
+    if let DigestSource::Pinned(digest) = &registration.digest
+        && !is_sha256_hex(digest)
+    {
+        return invalid("digest");
+    }
+    if registration.grants.docker && registration.mode != Mode::Nodes {
+        return invalid("grants.docker");
+    }
+    if registration.grants.http_origins.iter().any(|origin| parse_origin(origin).is_none()) {
+        return invalid("grants.http_origins");
+    }
+    let policy = &registration.policy;
+    if crate::Budget::from_millis(policy.default_budget_ms).is_err() {
+        return invalid("policy.default_budget_ms");
+    }
+    if !(1 << 20..=4 << 30).contains(&policy.max_memory_bytes) {
+        return invalid("policy.max_memory_bytes");
+    }
+    if !(1..=1024).contains(&policy.max_concurrent_calls) {
+        return invalid("policy.max_concurrent_calls");
+    }
+    let artifacts_ok = registration.node_artifacts.iter().all(|artifact| !artifact.trim().is_empty());
+    if !artifacts_ok || (registration.mode == Mode::Direct && !registration.node_artifacts.is_empty()) {
+        return invalid("node_artifacts");
+    }
+    match &registration.suspension {
+        Some(_) if registration.mode != Mode::Nodes => invalid("suspension"),
+        Some(defaults) if defaults.idle_suspend_seconds == 0 => invalid("suspension"),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a whole table: every row, and no kind twice.
+pub fn validate_table(table: &[Registration]) -> Result<(), RegistrationError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for registration in table {
+        validate_registration(registration)?;
+        if !seen.insert(registration.kind.as_str()) {
+            return Err(RegistrationError::DuplicateKind(registration.kind.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Checks what a node supplies for a registered kind, before connecting anywhere.
+pub fn validate_node_binding(registration: &Registration, binding: &NodeBinding) -> Result<(), RegistrationError> {
+    let invalid = |field| Err(RegistrationError::InvalidField { kind: registration.kind.clone(), field });
+    let id = binding.installation_id.as_bytes();
+    let id_ok = !id.is_empty()
+        && id.len() <= 128
+        && id.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !id_ok {
+        return invalid("installation_id");
+    }
+    match (&binding.docker_socket, registration.grants.docker) {
+        (Some(socket), true) if socket.is_absolute() => {}
+        (None, false) => {}
+        _ => return invalid("docker_socket"),
+    }
+    if !binding.configuration.is_object() {
+        return invalid("configuration");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> Registration {
+        builtin().remove(0)
+    }
+
+    fn field_error(registration: &Registration) -> Option<&'static str> {
+        match validate_registration(registration) {
+            Err(RegistrationError::InvalidField { field, .. }) => Some(field),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn builtin_table_is_valid() {
+        assert_eq!(validate_table(&builtin()), Ok(()));
+    }
+
+    #[test]
+    fn malformed_kind_names_are_rejected() {
+        for kind in ["", "Docker", "1docker", "dock_er", &"a".repeat(33), "../x"] {
+            let registration = Registration { kind: kind.into(), ..row() };
+            assert_eq!(validate_registration(&registration), Err(RegistrationError::InvalidKind), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn each_malformed_field_is_named() {
+        let cases: Vec<(Registration, &str)> = vec![
+            (Registration { component: "../steerable.wasm".into(), ..row() }, "component"),
+            (Registration { component: "/abs/steerable.wasm".into(), ..row() }, "component"),
+            (Registration { component: "steerable.so".into(), ..row() }, "component"),
+            (Registration { digest: DigestSource::Pinned("abc".into()), ..row() }, "digest"),
+            (Registration { digest: DigestSource::Pinned("A".repeat(64)), ..row() }, "digest"),
+            (Registration { mode: Mode::Direct, ..row() }, "grants.docker"),
+            (
+                Registration { grants: Grants { docker: true, http_origins: vec!["http://vendor.example".into()] }, ..row() },
+                "grants.http_origins",
+            ),
+            (
+                Registration { grants: Grants { docker: true, http_origins: vec!["https://vendor.example/path".into()] }, ..row() },
+                "grants.http_origins",
+            ),
+            (Registration { policy: Policy { default_budget_ms: 0, ..Policy::default() }, ..row() }, "policy.default_budget_ms"),
+            (Registration { policy: Policy { default_budget_ms: 120_001, ..Policy::default() }, ..row() }, "policy.default_budget_ms"),
+            (Registration { policy: Policy { max_memory_bytes: 1024, ..Policy::default() }, ..row() }, "policy.max_memory_bytes"),
+            (Registration { policy: Policy { max_concurrent_calls: 0, ..Policy::default() }, ..row() }, "policy.max_concurrent_calls"),
+            (Registration { node_artifacts: vec![" ".into()], ..row() }, "node_artifacts"),
+            (Registration { suspension: Some(SuspensionDefaults { idle_suspend_seconds: 0 }), ..row() }, "suspension"),
+            (
+                Registration {
+                    mode: Mode::Direct,
+                    grants: Grants::default(),
+                    suspension: Some(SuspensionDefaults { idle_suspend_seconds: 60 }),
+                    ..row()
+                },
+                "suspension",
+            ),
+        ];
+        for (registration, field) in cases {
+            assert_eq!(field_error(&registration), Some(field), "{registration:?}");
+        }
+    }
+
+    #[test]
+    fn allowed_origins_are_https_or_loopback_http() {
+        assert!(parse_origin("https://api.e2b.dev").is_some());
+        assert!(parse_origin("https://api.e2b.dev:8443").is_some());
+        assert!(parse_origin("http://127.0.0.1:9000").is_some());
+        assert!(parse_origin("https://api.e2b.dev/").is_none());
+        assert!(parse_origin("https://user@api.e2b.dev").is_none());
+        assert!(parse_origin("ftp://api.e2b.dev").is_none());
+    }
+
+    #[test]
+    fn duplicate_kinds_are_rejected() {
+        assert_eq!(validate_table(&[row(), row()]), Err(RegistrationError::DuplicateKind("steerable".into())));
+    }
+
+    #[test]
+    fn node_binding_must_fit_the_grants() {
+        let registration = row();
+        let good = NodeBinding {
+            installation_id: "inst-1".into(),
+            docker_socket: Some("/run/oac/docker.sock".into()),
+            configuration: serde_json::json!({}),
+            credential: None,
+        };
+        assert_eq!(validate_node_binding(&registration, &good), Ok(()));
+        let cases = [
+            (NodeBinding { installation_id: String::new(), ..good.clone() }, "installation_id"),
+            (NodeBinding { installation_id: "a b".into(), ..good.clone() }, "installation_id"),
+            (NodeBinding { docker_socket: None, ..good.clone() }, "docker_socket"),
+            (NodeBinding { docker_socket: Some("relative.sock".into()), ..good.clone() }, "docker_socket"),
+            (NodeBinding { configuration: serde_json::json!([1]), ..good.clone() }, "configuration"),
+        ];
+        for (binding, field) in cases {
+            assert_eq!(
+                validate_node_binding(&registration, &binding),
+                Err(RegistrationError::InvalidField { kind: "steerable".into(), field })
+            );
+        }
+    }
+}

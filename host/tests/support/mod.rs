@@ -1,0 +1,106 @@
+//! Shared helpers for the host's tests and benchmarks: the staged test
+//! component, registry rows around it, and a recording fake Docker Engine.
+
+#![allow(dead_code, missing_docs)]
+
+use sandbox_host::host::Connect;
+use sandbox_host::registry::{DigestSource, Grants, Mode, Policy};
+use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub const INSTALLATION: &str = "inst-test";
+
+/// Where `cargo xtask build-plugins` staged the components.
+pub fn plugin_dir() -> PathBuf {
+    std::env::var_os("OAC_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins")
+    })
+}
+
+/// One engine (and compile cache) for the whole test binary.
+pub fn runtime() -> Arc<Runtime> {
+    static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new().expect("engine")).clone()
+}
+
+/// A registry row for the steerable test component.
+pub fn steerable(kind: &str) -> Registration {
+    Registration {
+        kind: kind.into(),
+        mode: Mode::Nodes,
+        component: "steerable.wasm".into(),
+        digest: DigestSource::Staged,
+        grants: Grants { docker: true, http_origins: Vec::new() },
+        policy: Policy::default(),
+        node_artifacts: Vec::new(),
+        suspension: None,
+    }
+}
+
+/// A node binding steering the component with `configuration`.
+pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
+    NodeBinding { installation_id: INSTALLATION.into(), docker_socket: socket, configuration, credential: None }
+}
+
+/// Loads one kind.
+pub async fn load_one(registration: Registration, binding: NodeBinding, connect: Connect) -> Result<Host, HostError> {
+    let bindings = BTreeMap::from([(registration.kind.clone(), binding)]);
+    Host::load(runtime(), &[registration], &plugin_dir(), &bindings, connect).await
+}
+
+/// A fake Docker Engine on a Unix socket that answers `/version`, serves
+/// volumes labelled for a foreign installation, refuses the rest, and
+/// records every request except `/version`.
+pub struct FakeEngine {
+    pub socket: PathBuf,
+    pub requests: Arc<Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl FakeEngine {
+    pub async fn start() -> Self {
+        use axum::extract::Request;
+        use axum::http::StatusCode;
+        use axum::response::IntoResponse;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("engine.sock");
+        let requests: Arc<Mutex<Vec<String>>> = Arc::default();
+        let recorded = requests.clone();
+        let handler = move |request: Request| {
+            let recorded = recorded.clone();
+            async move {
+                let path = request.uri().path().to_string();
+                let path = match path.strip_prefix("/v1.") {
+                    Some(rest) => rest.split_once('/').map(|(_, p)| format!("/{p}")).unwrap_or_default(),
+                    None => path,
+                };
+                if path == "/version" {
+                    let body = r#"{"Version":"26.1.5","ApiVersion":"1.45","MinAPIVersion":"1.24"}"#;
+                    return (StatusCode::OK, [("content-type", "application/json")], body.to_string()).into_response();
+                }
+                recorded.lock().expect("lock").push(format!("{} {}", request.method(), path));
+                if request.method() == "GET" && path.starts_with("/volumes/") {
+                    let name = path.trim_start_matches("/volumes/");
+                    let body = format!(
+                        r#"{{"Name":"{name}","Driver":"local","Mountpoint":"/x","Scope":"local","Options":{{}},"Labels":{{"io.oac.installation":"someone-else"}}}}"#
+                    );
+                    return (StatusCode::OK, [("content-type", "application/json")], body).into_response();
+                }
+                let body = r#"{"message":"native engine text that must never leak"}"#;
+                (StatusCode::INTERNAL_SERVER_ERROR, [("content-type", "application/json")], body.to_string()).into_response()
+            }
+        };
+        let router = axum::Router::new().fallback(handler);
+        let listener = tokio::net::UnixListener::bind(&socket).expect("bind fake engine");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Self { socket, requests, _dir: dir }
+    }
+
+    pub fn recorded(&self) -> Vec<String> {
+        self.requests.lock().expect("lock").clone()
+    }
+}

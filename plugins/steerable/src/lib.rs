@@ -1,0 +1,281 @@
+//! A provider component for the host's own tests. Its configuration (JSON,
+//! from the registry) steers which declaration it makes and what its
+//! `create`/`get-info` do, so the host's rules are tested against real Wasm:
+//!
+//! `{"declaration": "valid", "action": "volume-create", "volume": "name", "url": "..."}`
+
+use oac_provider_sdk::prelude::*;
+use serde::Deserialize;
+
+struct Steerable;
+
+/// The steering input, read from the kind's configuration.
+#[derive(Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+struct Steering {
+    declaration: String,
+    action: String,
+    volume: Option<String>,
+    url: Option<String>,
+}
+
+fn steering() -> Steering {
+    serde_json::from_str(&context::configuration()).unwrap_or_default()
+}
+
+const NO_CHECKPOINT: &str = "steerable_has_no_checkpoints";
+const NO_OBSERVATION: &str = "steerable_has_no_observation";
+
+fn reasoned(operation: &str) -> Error {
+    let reason = if CHECKPOINT_OPERATIONS.contains(&operation) { NO_CHECKPOINT } else { NO_OBSERVATION };
+    Error::Unsupported(UnsupportedOperation { operation: operation.into(), reason: reason.into() })
+}
+
+fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
+    let mut all = supported(&REQUIRED_OPERATIONS);
+    if checkpoint {
+        all.extend(supported(&CHECKPOINT_OPERATIONS));
+    } else {
+        all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
+    }
+    all.extend(unsupported(&OPTIONAL_OPERATIONS, NO_OBSERVATION));
+    all.extend(supported(&oac_provider_sdk::declaration::CONFIGURATION_OPERATIONS));
+    all
+}
+
+fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
+    for entry in all.iter_mut().filter(|entry| entry.operation == operation) {
+        entry.support = support.clone();
+    }
+}
+
+impl Declarations for Steerable {
+    fn operations() -> Vec<OperationDeclaration> {
+        let steering = steering();
+        let mut all = valid_declaration(steering.declaration == "checkpoint");
+        match steering.declaration.as_str() {
+            "missing-op" => all.retain(|entry| entry.operation != "kill-compute"),
+            "unknown-op" => all.extend(supported(&["teleport"])),
+            "duplicate" => all.extend(supported(&["get-info"])),
+            "required-unsupported" => set(&mut all, "renew", Support::Unsupported("no_renew".into())),
+            "infallible-unsupported" => {
+                set(&mut all, "requirements", Support::Unsupported("no_requirements".into()))
+            }
+            "partial-checkpoint" => {
+                all = valid_declaration(true);
+                set(&mut all, "suspend", Support::Unsupported(NO_CHECKPOINT.into()));
+            }
+            "batch-without-observe" => set(&mut all, "observe-batch", Support::Supported),
+            "invalid-reason" => set(&mut all, "observe", Support::Unsupported("Not Valid".into())),
+            "loop" => spin_forever(),
+            _ => {}
+        }
+        all
+    }
+}
+
+fn spin_forever() -> ! {
+    let mut counter = 0u64;
+    loop {
+        counter = std::hint::black_box(counter.wrapping_add(1));
+    }
+}
+
+fn info(allocation: Reference, provider_id: Option<String>) -> Info {
+    Info {
+        reference: allocation,
+        provider_id,
+        state: LifecycleState::Pending,
+        bootstrap_complete: false,
+        create_settled: false,
+    }
+}
+
+fn from_docker(error: docker::DockerError) -> Error {
+    match error {
+        docker::DockerError::Invalid | docker::DockerError::Denied => Error::Invalid,
+        docker::DockerError::Ownership => Error::Ownership,
+        docker::DockerError::Conflict => Error::Exists,
+        docker::DockerError::NotFound => Error::NotFound,
+        _ => Error::ComputeUnconfirmed,
+    }
+}
+
+/// A container spec that passes the isolation floor, to be spoiled by one field.
+fn owned_spec(allocation: &Reference) -> docker::ContainerSpec {
+    let mut spec = docker::ContainerSpec::new("oac-steerable", "busybox");
+    spec.labels = labels::ownership(&context::installation_id(), allocation);
+    spec
+}
+
+fn act(allocation: Reference) -> Result<Info, Error> {
+    let steering = steering();
+    let volume = steering.volume.clone().unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
+    let mut spec = owned_spec(&allocation);
+    match steering.action.as_str() {
+        "" | "none" => return Ok(info(allocation, None)),
+        "loop" => spin_forever(),
+        "allocate" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        "panic" => panic!("steered to panic"),
+        "version" => {
+            docker::version().map_err(from_docker)?;
+            return Ok(info(allocation, None));
+        }
+        "volume-create" => {
+            let created = docker::volume_create(&volume, &labels::ownership(&context::installation_id(), &allocation))
+                .map_err(from_docker)?;
+            return Ok(info(allocation, Some(created.name)));
+        }
+        "volume-inspect" => {
+            let found = docker::volume_inspect(&volume).map_err(from_docker)?;
+            if !labels::is_owned(&found.labels, &context::installation_id(), &allocation) {
+                return Err(Error::Ownership);
+            }
+            return Ok(info(allocation, Some(found.name)));
+        }
+        "volume-remove" => {
+            docker::volume_remove(&volume).map_err(from_docker)?;
+            return Ok(info(allocation, None));
+        }
+        "volume-create-foreign" => {
+            let mut foreign = labels::ownership("someone-else", &allocation);
+            foreign.retain(|(key, _)| key != labels::INSTALLATION);
+            docker::volume_create(&volume, &foreign).map_err(from_docker)?;
+            return Ok(info(allocation, None));
+        }
+        "bind-mount" => spec.mounts.push(docker::Mount {
+            kind: docker::MountKind::Bind,
+            ..docker::Mount::volume("/etc", "/host-etc")
+        }),
+        "docker-socket" => spec.mounts.push(docker::Mount::volume("/var/run/docker.sock", "/var/run/docker.sock")),
+        "privileged" => spec.privileged = true,
+        "cap-add" => spec.cap_add.push("SYS_ADMIN".into()),
+        "device" => spec.devices.push("/dev/kmsg".into()),
+        "host-network" => spec.network_mode = Some("host".into()),
+        "host-pid" => spec.pid_mode = Some("host".into()),
+        "foreign-label-create" => spec.labels = labels::ownership("someone-else", &allocation),
+        "container-create" => {}
+        "http-get" => {
+            let url = steering.url.clone().unwrap_or_default();
+            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(|_| Error::ComputeUnconfirmed)?;
+            return Ok(info(allocation, Some(response.status.to_string())));
+        }
+        "log" => {
+            log::emit(log::Level::Info, "steerable_event", &[("allocation".into(), allocation.allocation_id.clone())]);
+            return Ok(info(allocation, None));
+        }
+        _ => return Err(Error::Invalid),
+    }
+    let id = docker::container_create(&spec).map_err(from_docker)?;
+    Ok(info(allocation, Some(id)))
+}
+
+impl SandboxProvider for Steerable {
+    fn create(request: Bootstrap) -> Result<Info, Failure> {
+        act(request.reference).map_err(Failure::from)
+    }
+    fn get_info(allocation: Reference) -> Result<Info, Error> {
+        act(allocation)
+    }
+    fn renew(allocation: Reference) -> Result<Info, Failure> {
+        Ok(info(allocation, None))
+    }
+    fn kill(allocation: Reference) -> Result<Info, Failure> {
+        Ok(Info { state: LifecycleState::Absent, ..info(allocation, None) })
+    }
+    fn run_command(_allocation: Reference, request: Command) -> Result<CommandResult, Error> {
+        Ok(CommandResult { stdout: request.stdin.unwrap_or_default(), stderr: Vec::new(), exit_code: 0 })
+    }
+}
+
+impl CheckpointProvider for Steerable {
+    fn initial(_allocation: Reference) -> Result<Compute, Error> {
+        Err(reasoned("initial"))
+    }
+    fn new_compute(_allocation: Reference, _generation: u64) -> Result<Compute, Error> {
+        Err(reasoned("new-compute"))
+    }
+    fn get_compute(_allocation: Reference, _incarnation: Compute) -> Result<ComputeState, Error> {
+        Err(reasoned("get-compute"))
+    }
+    fn suspend(_request: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+        Err(reasoned("suspend"))
+    }
+    fn resume(_request: ResumeRequest) -> Result<Compute, Error> {
+        Err(reasoned("resume"))
+    }
+    fn resume_compute(_allocation: Reference, _incarnation: Compute) -> Result<ComputeState, Error> {
+        Err(reasoned("resume-compute"))
+    }
+    fn kill_compute(_allocation: Reference, _incarnation: Compute) -> Result<(), Error> {
+        Err(reasoned("kill-compute"))
+    }
+    fn delete_snapshot(_allocation: Reference, _snapshot: SnapshotIdentity) -> Result<(), Error> {
+        Err(reasoned("delete-snapshot"))
+    }
+    fn run_command_compute(_allocation: Reference, _incarnation: Compute, _request: Command) -> Result<CommandResult, Error> {
+        Err(reasoned("run-command-compute"))
+    }
+}
+
+impl ObservationSource for Steerable {
+    fn observe(_of: Target) -> Result<Sample, Error> {
+        Err(reasoned("observe"))
+    }
+}
+
+impl BatchObservationSource for Steerable {
+    fn observe_batch(_targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
+        Err(reasoned("observe-batch"))
+    }
+}
+
+impl SelectionDiscoverer for Steerable {
+    fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
+        Err(reasoned("discover-selection"))
+    }
+}
+
+impl CredentialVerifier for Steerable {
+    fn verify_credential(_credential: String) -> Result<(), Error> {
+        Err(reasoned("verify-credential"))
+    }
+}
+
+impl ConfigurationAdapter for Steerable {
+    fn requirements() -> ConfigurationRequirements {
+        ConfigurationRequirements { credential: Requirement::NotRequired, public_origin: Requirement::NotRequired }
+    }
+    fn decode_input(input: String) -> Result<String, Error> {
+        Ok(input)
+    }
+    fn encode(configuration: String) -> Result<String, Error> {
+        Ok(configuration)
+    }
+    fn decode(stored: String) -> Result<String, Error> {
+        Ok(stored)
+    }
+    fn normalize(configuration: String) -> Result<String, Error> {
+        Ok(configuration)
+    }
+    fn resolve_change(_current: String, proposed: String) -> Result<String, Error> {
+        Ok(proposed)
+    }
+    fn equal(left: String, right: String) -> Result<bool, Error> {
+        Ok(left == right)
+    }
+    fn with_credential(configuration: String, _credential: String) -> Result<String, Error> {
+        Ok(configuration)
+    }
+    fn discover_configuration() -> Result<Vec<String>, Error> {
+        Ok(Vec::new())
+    }
+}
+
+oac_provider_sdk::export_provider!(Steerable);

@@ -1,0 +1,121 @@
+//! One trait per exported interface. None has default bodies: an adapter
+//! writes every decision, including each `unsupported` answer.
+
+use crate::types::*;
+
+/// The five required operations.
+pub trait SandboxProvider {
+    /// Create compute and start the Runtime daemon; never replay on failure.
+    fn create(request: Bootstrap) -> Result<Info, Failure>;
+    /// Observe the allocation.
+    fn get_info(allocation: Reference) -> Result<Info, Error>;
+    /// Extend the provider's lease, if any.
+    fn renew(allocation: Reference) -> Result<Info, Failure>;
+    /// Delete every owned resource of the allocation.
+    fn kill(allocation: Reference) -> Result<Info, Failure>;
+    /// Run one command to completion.
+    fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error>;
+}
+
+/// Suspend/resume through exact incarnations (all nine or none).
+pub trait CheckpointProvider {
+    /// First incarnation.
+    fn initial(allocation: Reference) -> Result<Compute, Error>;
+    /// Identity of the incarnation after `generation`.
+    fn new_compute(allocation: Reference, generation: u64) -> Result<Compute, Error>;
+    /// Observe one incarnation.
+    fn get_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error>;
+    /// Suspend into a snapshot.
+    fn suspend(request: SuspendRequest) -> Result<SnapshotIdentity, Error>;
+    /// Resume from a snapshot.
+    fn resume(request: ResumeRequest) -> Result<Compute, Error>;
+    /// Start an existing stopped incarnation.
+    fn resume_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error>;
+    /// Delete one incarnation.
+    fn kill_compute(allocation: Reference, incarnation: Compute) -> Result<(), Error>;
+    /// Delete one snapshot.
+    fn delete_snapshot(allocation: Reference, snapshot: SnapshotIdentity) -> Result<(), Error>;
+    /// Run a command in one incarnation.
+    fn run_command_compute(
+        allocation: Reference,
+        incarnation: Compute,
+        request: Command,
+    ) -> Result<CommandResult, Error>;
+}
+
+/// Observation of one allocation.
+pub trait ObservationSource {
+    /// One sample.
+    fn observe(of: Target) -> Result<Sample, Error>;
+}
+
+/// Observation of many allocations.
+pub trait BatchObservationSource {
+    /// One result per target, in order.
+    fn observe_batch(targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error>;
+}
+
+/// Selection discovery.
+pub trait SelectionDiscoverer {
+    /// Options reachable with the installation's credential.
+    fn discover_selection() -> Result<Vec<SelectionOption>, Error>;
+}
+
+/// Credential verification.
+pub trait CredentialVerifier {
+    /// Ok when the vendor accepts the credential.
+    fn verify_credential(credential: String) -> Result<(), Error>;
+}
+
+/// Public configuration handling.
+pub trait ConfigurationAdapter {
+    /// Static requirements.
+    fn requirements() -> ConfigurationRequirements;
+    /// Strictly decode operator input.
+    fn decode_input(input: String) -> Result<String, Error>;
+    /// Encode for storage.
+    fn encode(configuration: String) -> Result<String, Error>;
+    /// Decode from storage.
+    fn decode(stored: String) -> Result<String, Error>;
+    /// Canonicalise.
+    fn normalize(configuration: String) -> Result<String, Error>;
+    /// Apply a change, or refuse it.
+    fn resolve_change(current: String, proposed: String) -> Result<String, Error>;
+    /// Compare after normalisation.
+    fn equal(left: String, right: String) -> Result<bool, Error>;
+    /// Attach a credential.
+    fn with_credential(configuration: String, credential: String) -> Result<String, Error>;
+    /// Discover configurations from the vendor.
+    fn discover_configuration() -> Result<Vec<String>, Error>;
+}
+
+/// The explicit decision for every exported operation.
+pub trait Declarations {
+    /// Every operation exactly once.
+    fn operations() -> Vec<OperationDeclaration>;
+}
+
+/// Everything a provider implements; [`crate::export_provider!`] needs it.
+pub trait Provider:
+    SandboxProvider
+    + CheckpointProvider
+    + ObservationSource
+    + BatchObservationSource
+    + SelectionDiscoverer
+    + CredentialVerifier
+    + ConfigurationAdapter
+    + Declarations
+{
+}
+
+impl<T> Provider for T where
+    T: SandboxProvider
+        + CheckpointProvider
+        + ObservationSource
+        + BatchObservationSource
+        + SelectionDiscoverer
+        + CredentialVerifier
+        + ConfigurationAdapter
+        + Declarations
+{
+}

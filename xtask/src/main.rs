@@ -1,0 +1,74 @@
+//! Project automation. `cargo xtask build-plugins` builds every component in
+//! `plugins/` for wasm32-wasip2 (release) and stages each `.wasm` with its
+//! SHA-256 in `target/plugins/`, where the host and its tests load them.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Parser)]
+#[command(about = "Project automation for the sandbox-provider plugin host")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build every plugin component (release, wasm32-wasip2) and stage it
+    /// with its SHA-256 in the output directory.
+    BuildPlugins {
+        /// Where to stage `<name>.wasm` and `<name>.wasm.sha256`.
+        #[arg(long, default_value = "target/plugins")]
+        out: PathBuf,
+    },
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn build_plugins(out: &Path) -> Result<()> {
+    let root = workspace_root();
+    let manifest = root.join("plugins/Cargo.toml");
+    eprintln!("[1/2] building plugins for wasm32-wasip2 (release)");
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(&manifest)
+        .status()
+        .context("running cargo for the plugins workspace")?;
+    if !status.success() {
+        bail!("plugin build failed (is the target installed? `rustup target add wasm32-wasip2`)");
+    }
+    let built = root.join("plugins/target/wasm32-wasip2/release");
+    let out = if out.is_absolute() { out.to_path_buf() } else { root.join(out) };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut components: Vec<PathBuf> = std::fs::read_dir(&built)
+        .with_context(|| format!("reading {}", built.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
+        .collect();
+    components.sort();
+    if components.is_empty() {
+        bail!("no components were built in {}", built.display());
+    }
+    eprintln!("[2/2] staging {} component(s) in {}", components.len(), out.display());
+    for component in components {
+        let name = component.file_name().context("component name")?.to_string_lossy().into_owned();
+        let bytes = std::fs::read(&component).with_context(|| format!("reading {}", component.display()))?;
+        let digest = hex::encode(Sha256::digest(&bytes));
+        std::fs::write(out.join(&name), &bytes).with_context(|| format!("staging {name}"))?;
+        std::fs::write(out.join(format!("{name}.sha256")), format!("{digest}  {name}\n"))
+            .with_context(|| format!("writing the digest of {name}"))?;
+        eprintln!("  {name:<24} {:>8} bytes  sha256 {digest}", bytes.len());
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().task {
+        Task::BuildPlugins { out } => build_plugins(&out),
+    }
+}
