@@ -123,6 +123,12 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             }
         }
         "panic" => panic!("steered to panic"),
+        "count" => {
+            // Guest state: a fresh instance per call always answers 1.
+            static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            return Ok(info(allocation, Some(calls.to_string())));
+        }
         "version" => {
             docker::version().map_err(from_docker)?;
             return Ok(info(allocation, None));
@@ -161,6 +167,7 @@ fn act(allocation: Reference) -> Result<Info, Error> {
         "host-pid" => spec.pid_mode = Some("host".into()),
         "foreign-label-create" => spec.labels = labels::ownership("someone-else", &allocation),
         "container-create" => {}
+        "mount-volume" => spec.mounts.push(docker::Mount::volume(volume.clone(), "/data")),
         "http-get" => {
             let url = steering.url.clone().unwrap_or_default();
             let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(|_| Error::ComputeUnconfirmed)?;

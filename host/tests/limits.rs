@@ -1,0 +1,112 @@
+//! Budgets and memory limits: a looping or memory-hungry component is
+//! stopped, reported as unconfirmed (never success), and the host keeps
+//! serving other calls, including concurrently.
+
+mod support;
+
+use sandbox_host::bindings::{Bootstrap, Error, Failure, NetworkAccess, Reference};
+use sandbox_host::host::Connect;
+use sandbox_host::{Budget, Host, NodeBinding, Registration};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use support::*;
+
+fn reference() -> Reference {
+    Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() }
+}
+
+fn bootstrap() -> Bootstrap {
+    Bootstrap {
+        reference: reference(),
+        session_id: "s".into(),
+        device_id: "d".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "canary-credential".into(),
+        harness: "h".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    }
+}
+
+/// A host with three kinds of the same component steered differently.
+async fn host() -> Host {
+    let kinds = [("looper", "loop"), ("hoarder", "allocate"), ("panicker", "panic"), ("quiet", "none"), ("counter", "count")];
+    let table: Vec<Registration> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
+    let bindings: BTreeMap<String, NodeBinding> = kinds
+        .iter()
+        .map(|(kind, action)| (kind.to_string(), binding(Some("/run/engine.sock".into()), json!({ "action": action }))))
+        .collect();
+    Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Offline).await.expect("host loads")
+}
+
+fn budget(ms: u32) -> Budget {
+    Budget::from_millis(ms).expect("budget")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_component_is_stopped_at_its_budget() {
+    let host = host().await;
+    let started = Instant::now();
+    let outcome = host.create("looper", bootstrap(), budget(300)).await;
+    assert_eq!(outcome, Err(Failure { error: Error::ComputeUnconfirmed, info: None }));
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(250), "stopped too early: {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "not stopped at the budget: {elapsed:?}");
+    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok(), "host still serves");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_does_not_block_other_calls() {
+    let host = std::sync::Arc::new(host().await);
+    let looping = {
+        let host = host.clone();
+        tokio::spawn(async move { host.get_info("looper", reference(), budget(2_000)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok());
+    assert!(started.elapsed() < Duration::from_millis(1_500), "a concurrent call waited for the loop");
+    assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unbounded_allocation_fails_cleanly() {
+    let host = host().await;
+    let outcome = host.get_info("hoarder", reference(), budget(30_000)).await;
+    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+    let created = host.create("hoarder", bootstrap(), budget(30_000)).await;
+    assert_eq!(created, Err(Failure { error: Error::ComputeUnconfirmed, info: None }));
+    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok(), "host still serves");
+}
+
+#[tokio::test]
+async fn a_trap_is_unconfirmed_never_success() {
+    let host = host().await;
+    assert_eq!(host.get_info("panicker", reference(), budget(5_000)).await, Err(Error::ComputeUnconfirmed));
+    let command = sandbox_host::bindings::Command { args: vec!["true".into()], directory: None, stdin: None };
+    assert!(host.run_command("quiet", reference(), command, budget(5_000)).await.is_ok());
+}
+
+#[tokio::test]
+async fn each_call_gets_a_fresh_instance() {
+    // The component counts its calls in a static: state that survived a
+    // call would show as a count above 1.
+    let host = host().await;
+    for _ in 0..20 {
+        let info = host.get_info("counter", reference(), budget(5_000)).await.expect("count");
+        assert_eq!(info.provider_id.as_deref(), Some("1"));
+    }
+}
+
+#[tokio::test]
+async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
+    let host = host().await;
+    assert_eq!(host.get_info("nope", reference(), budget(100)).await, Err(Error::Invalid));
+    let command = sandbox_host::bindings::Command {
+        args: vec!["cat".into()],
+        directory: None,
+        stdin: Some(vec![0; 50 * 1024 * 1024 + 33]),
+    };
+    assert_eq!(host.run_command("quiet", reference(), command, budget(5_000)).await, Err(Error::Invalid));
+}
