@@ -1,1 +1,55 @@
-fn main() {}
+//! Per-call costs of the host, each next to a baseline measured in the same
+//! run: a trivial operation (fresh instance + one export call), and a
+//! trivial operation with one Docker capability call versus the same engine
+//! request made directly with bollard. The engine is the in-process fake
+//! from the tests, so the numbers isolate the host's overhead.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use sandbox_host::bindings::Reference;
+use sandbox_host::host::Connect;
+use sandbox_host::{Budget, Host};
+use serde_json::json;
+use std::collections::BTreeMap;
+use support::*;
+
+fn reference() -> Reference {
+    Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() }
+}
+
+fn calls(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+    let (engine, host) = rt.block_on(async {
+        let engine = FakeEngine::start().await;
+        let kinds = [("trivial", "none"), ("capability", "version")];
+        let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
+        let bindings: BTreeMap<_, _> = kinds
+            .iter()
+            .map(|(kind, action)| (kind.to_string(), binding(Some(engine.socket.clone()), json!({ "action": action }))))
+            .collect();
+        let host = Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Capabilities)
+            .await
+            .expect("host loads (run `cargo xtask build-plugins` first)");
+        (engine, host)
+    });
+    let direct = bollard::Docker::connect_with_unix(engine.socket.to_str().expect("path"), 30, bollard::API_DEFAULT_VERSION)
+        .expect("bollard");
+    let budget = Budget::from_millis(10_000).expect("budget");
+
+    let mut group = c.benchmark_group("per_call");
+    group.bench_function("baseline_bollard_version_direct", |b| {
+        b.to_async(&rt).iter(|| async { direct.version().await.expect("version") })
+    });
+    group.bench_function("host_get_info_trivial_fresh_instance", |b| {
+        b.to_async(&rt).iter(|| async { host.get_info("trivial", reference(), budget).await.expect("trivial") })
+    });
+    group.bench_function("host_get_info_one_docker_call", |b| {
+        b.to_async(&rt).iter(|| async { host.get_info("capability", reference(), budget).await.expect("capability") })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, calls);
+criterion_main!(benches);

@@ -2,11 +2,11 @@
 //! bounds guest CPU, store limits bound memory, and a timeout around the
 //! whole call bounds time spent in host imports. Nothing is retried.
 
-use crate::Budget;
 use crate::bindings::{Provider, ProviderPre};
 use crate::capability::SharedCapabilities;
 use crate::loader::EPOCH_TICK;
 use crate::state::CallState;
+use std::time::Instant;
 use wasmtime::{Store, Trap};
 
 /// Why a call ended without the component's answer. Every case means the
@@ -35,40 +35,46 @@ impl Aborted {
     }
 }
 
-fn classify(error: &wasmtime::Error) -> Aborted {
+/// Exceeding the memory limit surfaces as a plain error, not a `Trap`, so
+/// the limiter's own record decides that case.
+fn classify(error: &wasmtime::Error, memory_exhausted: bool) -> Aborted {
     match error.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => Aborted::Expired,
-        Some(_) => Aborted::Trapped,
-        // Exceeding StoreLimits' memory surfaces as a plain error, not a Trap.
-        None if format!("{error:?}").contains("memory") => Aborted::OutOfMemory,
-        None => Aborted::Trapped,
+        _ if memory_exhausted => Aborted::OutOfMemory,
+        _ => Aborted::Trapped,
     }
 }
 
-/// Runs `call` against a fresh instance of `pre` and drops the instance.
+/// Runs `call` against a fresh instance of `pre`, to end by `deadline`, and
+/// drops the instance.
 pub async fn run<R>(
     pre: &ProviderPre<CallState>,
     capabilities: SharedCapabilities,
     max_memory_bytes: usize,
-    budget: Budget,
+    deadline: Instant,
     call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> Result<R, Aborted> {
-    let deadline = budget.deadline_from_now();
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return Err(Aborted::Expired);
+    }
     let mut store = Store::new(pre.engine(), CallState::new(capabilities, deadline, max_memory_bytes));
     store.limiter(|state| &mut state.limits);
-    let ticks = u64::from(budget.millis()) / EPOCH_TICK.as_millis() as u64 + 1;
+    let ticks = (remaining.as_millis() / EPOCH_TICK.as_millis()) as u64 + 1;
     store.set_epoch_deadline(ticks);
     store.epoch_deadline_trap();
     let work = async {
-        let provider = pre.instantiate_async(&mut store).await.map_err(|error| match classify(&error) {
-            Aborted::Expired => Aborted::Expired,
-            Aborted::OutOfMemory => Aborted::OutOfMemory,
-            _ => Aborted::Unavailable,
-        })?;
-        call(&provider, &mut store).await.map_err(|error| classify(&error))
+        let provider = pre.instantiate_async(&mut store).await.map_err(|error| (error, true))?;
+        call(&provider, &mut store).await.map_err(|error| (error, false))
     };
-    match tokio::time::timeout_at(deadline.into(), work).await {
-        Ok(outcome) => outcome,
+    let outcome = tokio::time::timeout_at(deadline.into(), work).await;
+    let exhausted = store.data().limits.exhausted;
+    match outcome {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err((error, instantiating))) => match classify(&error, exhausted) {
+            Aborted::Trapped if instantiating => Err(Aborted::Unavailable),
+            aborted => Err(aborted),
+        },
         Err(_) => Err(Aborted::Expired),
     }
 }

@@ -243,3 +243,38 @@ pub fn validate_binding(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module_with_custom_section(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut payload = vec![name.len() as u8];
+        payload.extend_from_slice(name.as_bytes());
+        payload.extend_from_slice(data);
+        let mut bytes = b"\0asm\x01\0\0\0".to_vec();
+        bytes.push(0);
+        bytes.push(payload.len() as u8);
+        bytes.extend(payload);
+        bytes
+    }
+
+    #[test]
+    fn the_contract_stamp_must_match_this_host() {
+        assert_eq!(contract_stamp(&module_with_custom_section("oac:contract-version", b"0.1.0")), Ok(()));
+        assert_eq!(
+            contract_stamp(&module_with_custom_section("oac:contract-version", b"0.2.0")),
+            Err(DeclarationError::ContractVersion { found: "0.2.0".into() })
+        );
+        assert_eq!(contract_stamp(&module_with_custom_section("other", b"0.1.0")), Err(DeclarationError::MissingStamp));
+    }
+
+    #[test]
+    fn reason_codes_follow_the_pattern() {
+        assert!(is_valid_reason("docker_does_not_support_checkpoints"));
+        assert!(is_valid_reason(&"a".repeat(96)));
+        for bad in ["", "Upper", "9lives", "kebab-case", "space here", &"a".repeat(97)] {
+            assert!(!is_valid_reason(bad), "{bad:?}");
+        }
+    }
+}

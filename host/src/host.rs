@@ -12,6 +12,7 @@ use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventor
 use crate::loader::{self, LoadError, Runtime};
 use crate::registry::{self, NodeBinding, Registration, RegistrationError};
 use crate::bindings::ProviderPre;
+use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::ConfigurationRequirements;
 use crate::state::CallState;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -91,12 +92,13 @@ impl Kind {
         budget: Budget,
         call: impl AsyncFnOnce(&crate::bindings::Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, Aborted> {
-        let _permit = tokio::time::timeout(budget.duration(), self.permits.acquire())
+        let deadline = budget.deadline_from_now();
+        let _permit = tokio::time::timeout_at(deadline.into(), self.permits.acquire())
             .await
             .map_err(|_| Aborted::Expired)?
             .map_err(|_| Aborted::Unavailable)?;
         let outcome =
-            call::run(&self.pre, self.capabilities.clone(), self.registration.policy.max_memory_bytes, budget, call).await;
+            call::run(&self.pre, self.capabilities.clone(), self.registration.policy.max_memory_bytes, deadline, call).await;
         if let Err(aborted) = &outcome {
             tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
         }
@@ -201,7 +203,8 @@ impl Host {
         let kind = registration.kind.clone();
         let denied = capabilities(&Registration { grants: Default::default(), ..registration.clone() }, binding, None);
         let budget = Budget::from_millis(registration.policy.default_budget_ms).map_err(|_| HostError::Engine)?;
-        let entries = call::run(&loaded.pre, denied, registration.policy.max_memory_bytes, budget, async |provider, store| {
+        let deadline = budget.deadline_from_now();
+        let entries = call::run(&loaded.pre, denied, registration.policy.max_memory_bytes, deadline, async |provider, store| {
             provider.oac_sandbox_provider_declarations().call_operations(store).await
         })
         .await
@@ -232,16 +235,38 @@ impl Host {
         self.kinds.get(kind).ok_or(Error::Invalid)
     }
 
+    /// The kind's configuration requirements (credential, public origin).
+    pub async fn requirements(&self, kind: &str, budget: Budget) -> Result<ConfigurationRequirements, Error> {
+        let kind = self.kind(kind)?;
+        kind.check_supported("requirements")?;
+        kind.run(budget, async |provider, store| provider.oac_sandbox_provider_configuration_adapter().call_requirements(store).await)
+            .await
+            .map_err(|_| Error::ComputeUnconfirmed)
+    }
+
+    /// Runs a mutation (create, renew, kill): declaration check, one call,
+    /// and the policing of its answer. Never replayed.
+    async fn mutate(
+        &self,
+        kind: &str,
+        operation: &str,
+        allocation: &Reference,
+        budget: Budget,
+        call: impl AsyncFnOnce(&crate::bindings::Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<Result<Info, Failure>>,
+    ) -> Result<Info, Failure> {
+        let kind = self.kind(kind)?;
+        kind.check_supported(operation)?;
+        let answer = kind.run(budget, call).await.map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
+        police_mutation(answer, allocation)
+    }
+
     /// Create compute for the allocation. Never replayed.
     pub async fn create(&self, kind: &str, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("create")?;
         let allocation = request.reference.clone();
-        let answer = kind
-            .run(budget, async |provider, store| provider.oac_sandbox_provider_sandbox_provider().call_create(store, &request).await)
-            .await
-            .map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
-        police_mutation(answer, &allocation)
+        self.mutate(kind, "create", &allocation, budget, async |provider, store| {
+            provider.oac_sandbox_provider_sandbox_provider().call_create(store, &request).await
+        })
+        .await
     }
 
     /// Observe the allocation.
@@ -259,24 +284,18 @@ impl Host {
 
     /// Extend the provider's lease.
     pub async fn renew(&self, kind: &str, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("renew")?;
-        let answer = kind
-            .run(budget, async |provider, store| provider.oac_sandbox_provider_sandbox_provider().call_renew(store, &allocation).await)
-            .await
-            .map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
-        police_mutation(answer, &allocation)
+        self.mutate(kind, "renew", &allocation, budget, async |provider, store| {
+            provider.oac_sandbox_provider_sandbox_provider().call_renew(store, &allocation).await
+        })
+        .await
     }
 
     /// Delete the allocation's resources.
     pub async fn kill(&self, kind: &str, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("kill")?;
-        let answer = kind
-            .run(budget, async |provider, store| provider.oac_sandbox_provider_sandbox_provider().call_kill(store, &allocation).await)
-            .await
-            .map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
-        police_mutation(answer, &allocation)
+        self.mutate(kind, "kill", &allocation, budget, async |provider, store| {
+            provider.oac_sandbox_provider_sandbox_provider().call_kill(store, &allocation).await
+        })
+        .await
     }
 
     /// Run one command. Never replayed.

@@ -5,14 +5,14 @@
 use crate::capability::SharedCapabilities;
 use std::time::Instant;
 use wasmtime::component::ResourceTable;
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
+use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Per-call store data.
 pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: CallLimits,
     pub(crate) deadline: Instant,
     pub(crate) capabilities: SharedCapabilities,
 }
@@ -23,13 +23,16 @@ impl CallState {
         Self {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(max_memory_bytes)
-                .instances(8)
-                .tables(32)
-                .memories(8)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: CallLimits {
+                inner: StoreLimitsBuilder::new()
+                    .memory_size(max_memory_bytes)
+                    .instances(16)
+                    .tables(32)
+                    .memories(8)
+                    .trap_on_grow_failure(true)
+                    .build(),
+                exhausted: false,
+            },
             deadline,
             capabilities,
         }
@@ -39,5 +42,38 @@ impl CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Store limits that remember a refused growth, so a call that fails
+/// because of it is reported as out of memory rather than a plain trap.
+pub struct CallLimits {
+    inner: StoreLimits,
+    pub(crate) exhausted: bool,
+}
+
+impl ResourceLimiter for CallLimits {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let decision = self.inner.memory_growing(current, desired, maximum);
+        self.exhausted |= !matches!(decision, Ok(true));
+        decision
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let decision = self.inner.table_growing(current, desired, maximum);
+        self.exhausted |= !matches!(decision, Ok(true));
+        decision
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
     }
 }

@@ -110,3 +110,27 @@ async fn a_declaration_call_that_never_returns_fails_loading_within_the_budget()
     assert!(matches!(outcome, Err(HostError::Load(LoadError::DeclarationCall { .. }))));
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
+    let registration = sandbox_host::Registration {
+        kind: "minimal".into(),
+        mode: Mode::Direct,
+        component: "minimal.wasm".into(),
+        grants: Grants::default(),
+        ..steerable("minimal")
+    };
+    let host = load_one(registration, binding(None, json!({})), Connect::Offline).await.expect("minimal adapter loads");
+    let kind = host.kind("minimal").expect("kind");
+    assert_eq!(kind.declaration.decision("observe"), Some(&Decision::Unsupported("minimal_has_no_observation".into())));
+    assert!(!kind.declaration.supports_checkpoint(&kind.inventory));
+    let allocation = sandbox_host::bindings::Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    };
+    let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
+    let info = host.get_info("minimal", allocation.clone(), budget).await.expect("get-info");
+    assert_eq!(info.reference, allocation);
+    assert_eq!(info.state, sandbox_host::bindings::LifecycleState::Absent);
+}

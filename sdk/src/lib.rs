@@ -5,43 +5,11 @@
 //! the adapter), exported with [`export_provider!`], and compiled with
 //! `cargo build --target wasm32-wasip2`.
 //!
-//! A complete minimal adapter that supports only the five required
-//! operations and declares everything else unsupported:
+//! A complete minimal adapter (it is `plugins/minimal`, built by
+//! `cargo xtask build-plugins` and loaded by the host's tests):
 //!
-//! ```ignore
-//! use oac_provider_sdk::prelude::*;
-//!
-//! struct Minimal;
-//!
-//! const NO_CHECKPOINT: &str = "minimal_has_no_checkpoints";
-//! const NO_OBSERVATION: &str = "minimal_has_no_observation";
-//!
-//! impl SandboxProvider for Minimal {
-//!     fn create(request: Bootstrap) -> Result<Info, Failure> {
-//!         Err(Failure { error: Error::Invalid, info: None })
-//!     }
-//!     fn get_info(allocation: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
-//!     fn renew(allocation: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
-//!     fn kill(allocation: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
-//!     fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
-//!         Err(Error::NotFound)
-//!     }
-//! }
-//! // ... CheckpointProvider, ObservationSource, BatchObservationSource,
-//! // SelectionDiscoverer, CredentialVerifier and ConfigurationAdapter are
-//! // implemented the same way, each unsupported function returning
-//! // `Unsupported::new("observe", NO_OBSERVATION).into()`.
-//!
-//! impl Declarations for Minimal {
-//!     fn operations() -> Vec<OperationDeclaration> {
-//!         let mut all = supported(&REQUIRED_OPERATIONS);
-//!         all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
-//!         // ... one entry for every other exported operation
-//!         all
-//!     }
-//! }
-//!
-//! oac_provider_sdk::export_provider!(Minimal);
+//! ```text
+#![doc = include_str!("../../plugins/minimal/src/lib.rs")]
 //! ```
 //!
 //! `plugins/` in this repository holds complete adapters built this way.

@@ -24,6 +24,11 @@ enum Task {
         #[arg(long, default_value = "target/plugins")]
         out: PathBuf,
     },
+    /// Build the plugins, then run every test: the host workspace and the
+    /// guest SDK's unit tests. Docker Engine tests run when
+    /// `OAC_DOCKER_SOCKET` names an engine (see scripts/docker-engine.sh)
+    /// and are reported as SKIPPED otherwise.
+    Test,
 }
 
 fn workspace_root() -> PathBuf {
@@ -67,8 +72,35 @@ fn build_plugins(out: &Path) -> Result<()> {
     Ok(())
 }
 
+fn cargo(args: &[&str], manifest: Option<&Path>) -> Result<()> {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.args(args).current_dir(workspace_root());
+    if let Some(manifest) = manifest {
+        command.arg("--manifest-path").arg(manifest);
+    }
+    let status = command.status().with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    Ok(())
+}
+
+fn test() -> Result<()> {
+    build_plugins(Path::new("target/plugins"))?;
+    match std::env::var_os("OAC_DOCKER_SOCKET") {
+        Some(socket) => eprintln!("Docker Engine tests run against {}", PathBuf::from(socket).display()),
+        None => eprintln!(
+            "NOTE: OAC_DOCKER_SOCKET is not set: the Docker Engine tests will print SKIPPED \
+             (start one with `scripts/docker-engine.sh start` and export the socket it prints)"
+        ),
+    }
+    cargo(&["test", "--workspace", "--all-targets"], None)?;
+    cargo(&["test"], Some(&workspace_root().join("sdk/Cargo.toml")))
+}
+
 fn main() -> Result<()> {
     match Cli::parse().task {
         Task::BuildPlugins { out } => build_plugins(&out),
+        Task::Test => test(),
     }
 }

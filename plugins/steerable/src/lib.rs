@@ -170,7 +170,10 @@ fn act(allocation: Reference) -> Result<Info, Error> {
         "mount-volume" => spec.mounts.push(docker::Mount::volume(volume.clone(), "/data")),
         "http-get" => {
             let url = steering.url.clone().unwrap_or_default();
-            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(|_| Error::ComputeUnconfirmed)?;
+            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(|error| match error {
+                http::HttpError::Denied => Error::Invalid,
+                _ => Error::ComputeUnconfirmed,
+            })?;
             return Ok(info(allocation, Some(response.status.to_string())));
         }
         "log" => {
