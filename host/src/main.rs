@@ -50,6 +50,20 @@ enum Cmd {
         #[command(flatten)]
         node: NodeArgs,
     },
+    /// Assemble the runtime's seccomp profile: verify the upstream Moby
+    /// profile against its pinned SHA-256, append the one project rule, and
+    /// write `seccomp.json` and `seccomp.LICENSE` into the output directory.
+    Seccomp {
+        /// The upstream `seccomp/default.json` (moby/profiles at the pinned commit).
+        #[arg(long)]
+        upstream: PathBuf,
+        /// The upstream licence file.
+        #[arg(long)]
+        license: PathBuf,
+        /// Output directory.
+        #[arg(long, default_value = "target/seccomp")]
+        out: PathBuf,
+    },
     /// Run one operation on one kind and print the result as JSON
     /// (exit status 1 when the operation returns an error code).
     Call {
@@ -63,9 +77,9 @@ enum Cmd {
         /// Budget for the call, 1..=120000 ms.
         #[arg(long, default_value_t = 30_000)]
         budget_ms: u32,
-        /// create: JSON file with the rest of the bootstrap (session_id,
-        /// device_id, core_url, daemon_credential, harness, network_access,
-        /// allowed_domains).
+        /// create: JSON file with the rest of the bootstrap: session_id,
+        /// device_id, core_url, daemon_credential, harness, network_access
+        /// ("Enabled", "Disabled" or "Restricted") and allowed_domains.
         #[arg(long)]
         bootstrap: Option<PathBuf>,
         /// run-command: file whose bytes become the command's stdin.
@@ -195,6 +209,11 @@ async fn run(cli: Cli) -> Result<bool> {
                 }));
             }
             println!("{}", serde_json::to_string_pretty(&json!({ "kinds": kinds }))?);
+            Ok(true)
+        }
+        Cmd::Seccomp { upstream, license, out } => {
+            let (profile, notice) = oac_seccomp::assemble_files(&upstream, &license, &out)?;
+            println!("{}\n{}", profile.display(), notice.display());
             Ok(true)
         }
         Cmd::Call { kind, operation, reference, budget_ms, bootstrap, stdin_file, directory, node, args } => {
