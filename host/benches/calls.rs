@@ -16,7 +16,11 @@ use std::collections::BTreeMap;
 use support::*;
 
 fn reference() -> Reference {
-    Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() }
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    }
 }
 
 fn calls(c: &mut Criterion) {
@@ -27,26 +31,50 @@ fn calls(c: &mut Criterion) {
         let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
         let bindings: BTreeMap<_, _> = kinds
             .iter()
-            .map(|(kind, action)| (kind.to_string(), binding(Some(engine.socket.clone()), json!({ "action": action }))))
+            .map(|(kind, action)| {
+                (
+                    kind.to_string(),
+                    binding(Some(engine.socket.clone()), json!({ "action": action })),
+                )
+            })
             .collect();
-        let host = Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Capabilities)
-            .await
-            .expect("host loads (run `cargo xtask build-plugins` first)");
+        let host = Host::load(
+            runtime(),
+            &table,
+            &plugin_dir(),
+            &bindings,
+            Connect::Capabilities,
+        )
+        .await
+        .expect("host loads (run `cargo xtask build-plugins` first)");
         (engine, host)
     });
-    let direct = bollard::Docker::connect_with_unix(engine.socket.to_str().expect("path"), 30, bollard::API_DEFAULT_VERSION)
-        .expect("bollard");
+    let direct = bollard::Docker::connect_with_unix(
+        engine.socket.to_str().expect("path"),
+        30,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("bollard");
     let budget = Budget::from_millis(10_000).expect("budget");
 
     let mut group = c.benchmark_group("per_call");
     group.bench_function("baseline_bollard_version_direct", |b| {
-        b.to_async(&rt).iter(|| async { direct.version().await.expect("version") })
+        b.to_async(&rt)
+            .iter(|| async { direct.version().await.expect("version") })
     });
     group.bench_function("host_get_info_trivial_fresh_instance", |b| {
-        b.to_async(&rt).iter(|| async { host.get_info("trivial", reference(), budget).await.expect("trivial") })
+        b.to_async(&rt).iter(|| async {
+            host.get_info("trivial", reference(), budget)
+                .await
+                .expect("trivial")
+        })
     });
     group.bench_function("host_get_info_one_docker_call", |b| {
-        b.to_async(&rt).iter(|| async { host.get_info("capability", reference(), budget).await.expect("capability") })
+        b.to_async(&rt).iter(|| async {
+            host.get_info("capability", reference(), budget)
+                .await
+                .expect("capability")
+        })
     });
     group.finish();
 }

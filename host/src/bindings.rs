@@ -10,11 +10,11 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
 });
 
+pub use exports::oac::sandbox_provider::declarations::{OperationDeclaration, Support};
 pub use oac::sandbox_provider::types::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, LifecycleState, NetworkAccess,
     Reference, UnsupportedOperation,
 };
-pub use exports::oac::sandbox_provider::declarations::{OperationDeclaration, Support};
 
 impl Error {
     /// The fixed wire code of this error, as the node transport and the CLI print it.

@@ -19,7 +19,10 @@ pub struct InvalidBudget;
 impl Budget {
     /// Accepts 1 ..= 120 000 ms.
     pub fn from_millis(millis: u32) -> Result<Self, InvalidBudget> {
-        (MIN_BUDGET_MS..=MAX_BUDGET_MS).contains(&millis).then_some(Self(millis)).ok_or(InvalidBudget)
+        (MIN_BUDGET_MS..=MAX_BUDGET_MS)
+            .contains(&millis)
+            .then_some(Self(millis))
+            .ok_or(InvalidBudget)
     }
 
     /// The budget in milliseconds.
@@ -46,7 +49,10 @@ mod tests {
     fn bounds_are_inclusive() {
         assert_eq!(Budget::from_millis(0), Err(InvalidBudget));
         assert_eq!(Budget::from_millis(1).map(Budget::millis), Ok(1));
-        assert_eq!(Budget::from_millis(120_000).map(Budget::millis), Ok(120_000));
+        assert_eq!(
+            Budget::from_millis(120_000).map(Budget::millis),
+            Ok(120_000)
+        );
         assert_eq!(Budget::from_millis(120_001), Err(InvalidBudget));
     }
 }

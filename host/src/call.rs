@@ -58,14 +58,22 @@ pub async fn run<R>(
     if remaining.is_zero() {
         return Err(Aborted::Expired);
     }
-    let mut store = Store::new(pre.engine(), CallState::new(capabilities, deadline, max_memory_bytes));
+    let mut store = Store::new(
+        pre.engine(),
+        CallState::new(capabilities, deadline, max_memory_bytes),
+    );
     store.limiter(|state| &mut state.limits);
     let ticks = (remaining.as_millis() / EPOCH_TICK.as_millis()) as u64 + 1;
     store.set_epoch_deadline(ticks);
     store.epoch_deadline_trap();
     let work = async {
-        let provider = pre.instantiate_async(&mut store).await.map_err(|error| (error, true))?;
-        call(&provider, &mut store).await.map_err(|error| (error, false))
+        let provider = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|error| (error, true))?;
+        call(&provider, &mut store)
+            .await
+            .map_err(|error| (error, false))
     };
     let outcome = tokio::time::timeout_at(deadline.into(), work).await;
     let exhausted = store.data().limits.exhausted;

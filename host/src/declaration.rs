@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 use wasmtime::Engine;
-use wasmtime::component::types::{ComponentItem, Type};
 use wasmtime::component::Component;
+use wasmtime::component::types::{ComponentItem, Type};
 
 /// The contract version this host speaks.
 pub const CONTRACT_VERSION: &str = "0.1.0";
@@ -131,27 +131,44 @@ fn split_export_name(name: &str) -> Option<(&str, &str)> {
 }
 
 /// Derives the inventory from the component's exported functions.
-pub fn derive_inventory(engine: &Engine, component: &Component) -> Result<Inventory, DeclarationError> {
+pub fn derive_inventory(
+    engine: &Engine,
+    component: &Component,
+) -> Result<Inventory, DeclarationError> {
     let ty = component.component_type();
     let mut operations: Vec<Operation> = Vec::new();
     let mut interfaces = Vec::new();
     for (export, item) in ty.exports(engine) {
-        let Some((interface, version)) = split_export_name(export) else { continue };
+        let Some((interface, version)) = split_export_name(export) else {
+            continue;
+        };
         if version != CONTRACT_VERSION {
-            return Err(DeclarationError::ContractVersion { found: version.to_string() });
+            return Err(DeclarationError::ContractVersion {
+                found: version.to_string(),
+            });
         }
         interfaces.push(interface.to_string());
-        let ComponentItem::ComponentInstance(instance) = item.ty else { continue };
+        let ComponentItem::ComponentInstance(instance) = item.ty else {
+            continue;
+        };
         if interface == DECLARATIONS_INTERFACE {
             continue;
         }
         for (name, function) in instance.exports(engine) {
-            let ComponentItem::ComponentFunc(function) = function.ty else { continue };
+            let ComponentItem::ComponentFunc(function) = function.ty else {
+                continue;
+            };
             if operations.iter().any(|operation| operation.name == name) {
                 return Err(DeclarationError::AmbiguousExport(name.to_string()));
             }
-            let fallible = function.results().any(|result| matches!(result, Type::Result(_)));
-            operations.push(Operation { name: name.to_string(), interface: interface.to_string(), fallible });
+            let fallible = function
+                .results()
+                .any(|result| matches!(result, Type::Result(_)));
+            operations.push(Operation {
+                name: name.to_string(),
+                interface: interface.to_string(),
+                fallible,
+            });
         }
     }
     for required in INTERFACES.iter().chain([&DECLARATIONS_INTERFACE]) {
@@ -165,10 +182,16 @@ pub fn derive_inventory(engine: &Engine, component: &Component) -> Result<Invent
 /// Reads the contract version the SDK stamped into the component binary.
 pub fn contract_stamp(bytes: &[u8]) -> Result<(), DeclarationError> {
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
-        let Ok(wasmparser::Payload::CustomSection(section)) = payload else { continue };
+        let Ok(wasmparser::Payload::CustomSection(section)) = payload else {
+            continue;
+        };
         if section.name() == "oac:contract-version" {
             let found = String::from_utf8_lossy(section.data()).into_owned();
-            return if found == CONTRACT_VERSION { Ok(()) } else { Err(DeclarationError::ContractVersion { found }) };
+            return if found == CONTRACT_VERSION {
+                Ok(())
+            } else {
+                Err(DeclarationError::ContractVersion { found })
+            };
         }
     }
     Err(DeclarationError::MissingStamp)
@@ -179,7 +202,9 @@ pub fn is_valid_reason(reason: &str) -> bool {
     let bytes = reason.as_bytes();
     (1..=96).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
 }
 
 /// Validates the component's declaration against its inventory.
@@ -189,10 +214,17 @@ pub fn validate_declaration(
 ) -> Result<Declaration, DeclarationError> {
     let mut declared = BTreeMap::new();
     for (operation, decision) in entries {
-        let Some(exported) = inventory.0.iter().find(|exported| &exported.name == operation) else {
+        let Some(exported) = inventory
+            .0
+            .iter()
+            .find(|exported| &exported.name == operation)
+        else {
             return Err(DeclarationError::Unknown);
         };
-        if declared.insert(operation.clone(), decision.clone()).is_some() {
+        if declared
+            .insert(operation.clone(), decision.clone())
+            .is_some()
+        {
             return Err(DeclarationError::Duplicate(operation.clone()));
         }
         if let Decision::Unsupported(reason) = decision {
@@ -207,7 +239,11 @@ pub fn validate_declaration(
             }
         }
     }
-    if let Some(missing) = inventory.0.iter().find(|operation| !declared.contains_key(&operation.name)) {
+    if let Some(missing) = inventory
+        .0
+        .iter()
+        .find(|operation| !declared.contains_key(&operation.name))
+    {
         return Err(DeclarationError::Missing(missing.name.clone()));
     }
     for required in REQUIRED {
@@ -221,7 +257,10 @@ pub fn validate_declaration(
         .filter(|operation| operation.interface == CHECKPOINT_INTERFACE)
         .filter_map(|operation| declared.get(&operation.name))
         .collect();
-    let supported = checkpoint.iter().filter(|decision| ***decision == Decision::Supported).count();
+    let supported = checkpoint
+        .iter()
+        .filter(|decision| ***decision == Decision::Supported)
+        .count();
     if supported != 0 && supported != checkpoint.len() {
         return Err(DeclarationError::PartialCheckpoint);
     }
@@ -261,19 +300,40 @@ mod tests {
 
     #[test]
     fn the_contract_stamp_must_match_this_host() {
-        assert_eq!(contract_stamp(&module_with_custom_section("oac:contract-version", b"0.1.0")), Ok(()));
         assert_eq!(
-            contract_stamp(&module_with_custom_section("oac:contract-version", b"0.2.0")),
-            Err(DeclarationError::ContractVersion { found: "0.2.0".into() })
+            contract_stamp(&module_with_custom_section(
+                "oac:contract-version",
+                b"0.1.0"
+            )),
+            Ok(())
         );
-        assert_eq!(contract_stamp(&module_with_custom_section("other", b"0.1.0")), Err(DeclarationError::MissingStamp));
+        assert_eq!(
+            contract_stamp(&module_with_custom_section(
+                "oac:contract-version",
+                b"0.2.0"
+            )),
+            Err(DeclarationError::ContractVersion {
+                found: "0.2.0".into()
+            })
+        );
+        assert_eq!(
+            contract_stamp(&module_with_custom_section("other", b"0.1.0")),
+            Err(DeclarationError::MissingStamp)
+        );
     }
 
     #[test]
     fn reason_codes_follow_the_pattern() {
         assert!(is_valid_reason("docker_does_not_support_checkpoints"));
         assert!(is_valid_reason(&"a".repeat(96)));
-        for bad in ["", "Upper", "9lives", "kebab-case", "space here", &"a".repeat(97)] {
+        for bad in [
+            "",
+            "Upper",
+            "9lives",
+            "kebab-case",
+            "space here",
+            &"a".repeat(97),
+        ] {
             assert!(!is_valid_reason(bad), "{bad:?}");
         }
     }

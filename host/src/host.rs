@@ -2,17 +2,22 @@
 //! operation checks the kind and the declaration, bounds its input, runs in
 //! a fresh instance, and polices the answer before returning it.
 
-use crate::bindings::{Bootstrap, Command, CommandResult, Error, Failure, Info, Reference, Support, UnsupportedOperation};
+use crate::bindings::ProviderPre;
+use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::ConfigurationRequirements;
+use crate::bindings::{
+    Bootstrap, Command, CommandResult, Error, Failure, Info, Reference, Support,
+    UnsupportedOperation,
+};
 use crate::budget::Budget;
 use crate::call::{self, Aborted};
-use crate::capability::docker::{DockerBroker, DockerConnectError, MAX_OUTPUT_BYTES, MAX_STDIN_BYTES};
+use crate::capability::docker::{
+    DockerBroker, DockerConnectError, MAX_OUTPUT_BYTES, MAX_STDIN_BYTES,
+};
 use crate::capability::http::HttpBroker;
 use crate::capability::{Capabilities, SharedCapabilities};
 use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventory};
 use crate::loader::{self, LoadError, Runtime};
 use crate::registry::{self, NodeBinding, Registration, RegistrationError};
-use crate::bindings::ProviderPre;
-use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::ConfigurationRequirements;
 use crate::state::CallState;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -75,13 +80,20 @@ pub struct Host {
     kinds: BTreeMap<String, Kind>,
 }
 
-fn capabilities(registration: &Registration, binding: &NodeBinding, docker: Option<DockerBroker>) -> SharedCapabilities {
+fn capabilities(
+    registration: &Registration,
+    binding: &NodeBinding,
+    docker: Option<DockerBroker>,
+) -> SharedCapabilities {
     Arc::new(Capabilities {
         kind: registration.kind.clone(),
         installation_id: binding.installation_id.clone(),
         configuration: binding.configuration.to_string(),
         docker,
-        http: HttpBroker::new(&registration.grants.http_origins, binding.credential.clone()),
+        http: HttpBroker::new(
+            &registration.grants.http_origins,
+            binding.credential.clone(),
+        ),
         credential: binding.credential.clone(),
     })
 }
@@ -90,15 +102,24 @@ impl Kind {
     async fn run<R>(
         &self,
         budget: Budget,
-        call: impl AsyncFnOnce(&crate::bindings::Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
+        call: impl AsyncFnOnce(
+            &crate::bindings::Provider,
+            &mut wasmtime::Store<CallState>,
+        ) -> wasmtime::Result<R>,
     ) -> Result<R, Aborted> {
         let deadline = budget.deadline_from_now();
         let _permit = tokio::time::timeout_at(deadline.into(), self.permits.acquire())
             .await
             .map_err(|_| Aborted::Expired)?
             .map_err(|_| Aborted::Unavailable)?;
-        let outcome =
-            call::run(&self.pre, self.capabilities.clone(), self.registration.policy.max_memory_bytes, deadline, call).await;
+        let outcome = call::run(
+            &self.pre,
+            self.capabilities.clone(),
+            self.registration.policy.max_memory_bytes,
+            deadline,
+            call,
+        )
+        .await;
         if let Err(aborted) = &outcome {
             tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
         }
@@ -135,10 +156,14 @@ fn police_mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Res
     match answer {
         Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed.into()),
         Ok(info) => Ok(info),
-        Err(Failure { error: Error::Unsupported(_), .. }) => Err(Error::ComputeUnconfirmed.into()),
-        Err(Failure { error, info }) => {
-            Err(Failure { error, info: info.filter(|info| info.reference == *allocation) })
-        }
+        Err(Failure {
+            error: Error::Unsupported(_),
+            ..
+        }) => Err(Error::ComputeUnconfirmed.into()),
+        Err(Failure { error, info }) => Err(Failure {
+            error,
+            info: info.filter(|info| info.reference == *allocation),
+        }),
     }
 }
 
@@ -146,7 +171,9 @@ fn police_mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Res
 fn police_command(answer: Result<CommandResult, Error>) -> Result<CommandResult, Error> {
     let limit = MAX_OUTPUT_BYTES as usize;
     match answer {
-        Ok(result) if result.stdout.len() > limit || result.stderr.len() > limit => Err(Error::CommandUnconfirmed),
+        Ok(result) if result.stdout.len() > limit || result.stderr.len() > limit => {
+            Err(Error::CommandUnconfirmed)
+        }
         Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => Err(Error::CommandUnconfirmed),
         other => other,
     }
@@ -164,7 +191,9 @@ impl Host {
     ) -> Result<Self, HostError> {
         registry::validate_table(table)?;
         for registration in table {
-            let binding = bindings.get(&registration.kind).ok_or_else(|| HostError::MissingBinding(registration.kind.clone()))?;
+            let binding = bindings
+                .get(&registration.kind)
+                .ok_or_else(|| HostError::MissingBinding(registration.kind.clone()))?;
             registry::validate_node_binding(registration, binding)?;
         }
         let mut kinds = BTreeMap::new();
@@ -174,13 +203,22 @@ impl Host {
             let declaration = Self::declaration(registration, binding, &loaded).await?;
             let docker = match (connect, &binding.docker_socket) {
                 (Connect::Capabilities, Some(socket)) => Some(
-                    DockerBroker::connect(socket, &binding.installation_id, Duration::from_secs(10))
-                        .await
-                        .map_err(|error| HostError::Docker { kind: registration.kind.clone(), error })?,
+                    DockerBroker::connect(
+                        socket,
+                        &binding.installation_id,
+                        Duration::from_secs(10),
+                    )
+                    .await
+                    .map_err(|error| HostError::Docker {
+                        kind: registration.kind.clone(),
+                        error,
+                    })?,
                 ),
                 _ => None,
             };
-            let permits = Arc::new(Semaphore::new(registration.policy.max_concurrent_calls as usize));
+            let permits = Arc::new(Semaphore::new(
+                registration.policy.max_concurrent_calls as usize,
+            ));
             kinds.insert(
                 registration.kind.clone(),
                 Kind {
@@ -194,19 +232,43 @@ impl Host {
                 },
             );
         }
-        Ok(Self { _runtime: runtime, kinds })
+        Ok(Self {
+            _runtime: runtime,
+            kinds,
+        })
     }
 
     /// Calls `operations()` with every capability denied, then validates
     /// the answer against the inventory and the registration.
-    async fn declaration(registration: &Registration, binding: &NodeBinding, loaded: &loader::Loaded) -> Result<Declaration, HostError> {
+    async fn declaration(
+        registration: &Registration,
+        binding: &NodeBinding,
+        loaded: &loader::Loaded,
+    ) -> Result<Declaration, HostError> {
         let kind = registration.kind.clone();
-        let denied = capabilities(&Registration { grants: Default::default(), ..registration.clone() }, binding, None);
-        let budget = Budget::from_millis(registration.policy.default_budget_ms).map_err(|_| HostError::Engine)?;
+        let denied = capabilities(
+            &Registration {
+                grants: Default::default(),
+                ..registration.clone()
+            },
+            binding,
+            None,
+        );
+        let budget = Budget::from_millis(registration.policy.default_budget_ms)
+            .map_err(|_| HostError::Engine)?;
         let deadline = budget.deadline_from_now();
-        let entries = call::run(&loaded.pre, denied, registration.policy.max_memory_bytes, deadline, async |provider, store| {
-            provider.oac_sandbox_provider_declarations().call_operations(store).await
-        })
+        let entries = call::run(
+            &loaded.pre,
+            denied,
+            registration.policy.max_memory_bytes,
+            deadline,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_declarations()
+                    .call_operations(store)
+                    .await
+            },
+        )
         .await
         .map_err(|_| LoadError::DeclarationCall { kind: kind.clone() })?;
         let entries: Vec<(String, Decision)> = entries
@@ -219,9 +281,16 @@ impl Host {
                 (entry.operation, decision)
             })
             .collect();
-        let rejected = |error: DeclarationError| HostError::Load(LoadError::Declaration { kind: kind.clone(), error });
-        let declaration = declaration::validate_declaration(&loaded.inventory, &entries).map_err(rejected)?;
-        declaration::validate_binding(&declaration, &loaded.inventory, registration.mode).map_err(rejected)?;
+        let rejected = |error: DeclarationError| {
+            HostError::Load(LoadError::Declaration {
+                kind: kind.clone(),
+                error,
+            })
+        };
+        let declaration =
+            declaration::validate_declaration(&loaded.inventory, &entries).map_err(rejected)?;
+        declaration::validate_binding(&declaration, &loaded.inventory, registration.mode)
+            .map_err(rejected)?;
         Ok(declaration)
     }
 
@@ -236,12 +305,21 @@ impl Host {
     }
 
     /// The kind's configuration requirements (credential, public origin).
-    pub async fn requirements(&self, kind: &str, budget: Budget) -> Result<ConfigurationRequirements, Error> {
+    pub async fn requirements(
+        &self,
+        kind: &str,
+        budget: Budget,
+    ) -> Result<ConfigurationRequirements, Error> {
         let kind = self.kind(kind)?;
         kind.check_supported("requirements")?;
-        kind.run(budget, async |provider, store| provider.oac_sandbox_provider_configuration_adapter().call_requirements(store).await)
-            .await
-            .map_err(|_| Error::ComputeUnconfirmed)
+        kind.run(budget, async |provider, store| {
+            provider
+                .oac_sandbox_provider_configuration_adapter()
+                .call_requirements(store)
+                .await
+        })
+        .await
+        .map_err(|_| Error::ComputeUnconfirmed)
     }
 
     /// Runs a mutation (create, renew, kill): declaration check, one call,
@@ -252,30 +330,58 @@ impl Host {
         operation: &str,
         allocation: &Reference,
         budget: Budget,
-        call: impl AsyncFnOnce(&crate::bindings::Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<Result<Info, Failure>>,
+        call: impl AsyncFnOnce(
+            &crate::bindings::Provider,
+            &mut wasmtime::Store<CallState>,
+        ) -> wasmtime::Result<Result<Info, Failure>>,
     ) -> Result<Info, Failure> {
         let kind = self.kind(kind)?;
         kind.check_supported(operation)?;
-        let answer = kind.run(budget, call).await.map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
+        let answer = kind
+            .run(budget, call)
+            .await
+            .map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
         police_mutation(answer, allocation)
     }
 
     /// Create compute for the allocation. Never replayed.
-    pub async fn create(&self, kind: &str, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
+    pub async fn create(
+        &self,
+        kind: &str,
+        request: Bootstrap,
+        budget: Budget,
+    ) -> Result<Info, Failure> {
         let allocation = request.reference.clone();
-        self.mutate(kind, "create", &allocation, budget, async |provider, store| {
-            provider.oac_sandbox_provider_sandbox_provider().call_create(store, &request).await
-        })
+        self.mutate(
+            kind,
+            "create",
+            &allocation,
+            budget,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_sandbox_provider()
+                    .call_create(store, &request)
+                    .await
+            },
+        )
         .await
     }
 
     /// Observe the allocation.
-    pub async fn get_info(&self, kind: &str, allocation: Reference, budget: Budget) -> Result<Info, Error> {
+    pub async fn get_info(
+        &self,
+        kind: &str,
+        allocation: Reference,
+        budget: Budget,
+    ) -> Result<Info, Error> {
         let kind = self.kind(kind)?;
         kind.check_supported("get-info")?;
         let answer = kind
             .run(budget, async |provider, store| {
-                provider.oac_sandbox_provider_sandbox_provider().call_get_info(store, &allocation).await
+                provider
+                    .oac_sandbox_provider_sandbox_provider()
+                    .call_get_info(store, &allocation)
+                    .await
             })
             .await
             .map_err(|_| Error::ComputeUnconfirmed)?;
@@ -283,31 +389,73 @@ impl Host {
     }
 
     /// Extend the provider's lease.
-    pub async fn renew(&self, kind: &str, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        self.mutate(kind, "renew", &allocation, budget, async |provider, store| {
-            provider.oac_sandbox_provider_sandbox_provider().call_renew(store, &allocation).await
-        })
+    pub async fn renew(
+        &self,
+        kind: &str,
+        allocation: Reference,
+        budget: Budget,
+    ) -> Result<Info, Failure> {
+        self.mutate(
+            kind,
+            "renew",
+            &allocation,
+            budget,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_sandbox_provider()
+                    .call_renew(store, &allocation)
+                    .await
+            },
+        )
         .await
     }
 
     /// Delete the allocation's resources.
-    pub async fn kill(&self, kind: &str, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        self.mutate(kind, "kill", &allocation, budget, async |provider, store| {
-            provider.oac_sandbox_provider_sandbox_provider().call_kill(store, &allocation).await
-        })
+    pub async fn kill(
+        &self,
+        kind: &str,
+        allocation: Reference,
+        budget: Budget,
+    ) -> Result<Info, Failure> {
+        self.mutate(
+            kind,
+            "kill",
+            &allocation,
+            budget,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_sandbox_provider()
+                    .call_kill(store, &allocation)
+                    .await
+            },
+        )
         .await
     }
 
     /// Run one command. Never replayed.
-    pub async fn run_command(&self, kind: &str, allocation: Reference, request: Command, budget: Budget) -> Result<CommandResult, Error> {
+    pub async fn run_command(
+        &self,
+        kind: &str,
+        allocation: Reference,
+        request: Command,
+        budget: Budget,
+    ) -> Result<CommandResult, Error> {
         let kind = self.kind(kind)?;
         kind.check_supported("run-command")?;
-        if request.args.is_empty() || request.stdin.as_ref().is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES) {
+        if request.args.is_empty()
+            || request
+                .stdin
+                .as_ref()
+                .is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES)
+        {
             return Err(Error::Invalid);
         }
         let answer = kind
             .run(budget, async |provider, store| {
-                provider.oac_sandbox_provider_sandbox_provider().call_run_command(store, &allocation, &request).await
+                provider
+                    .oac_sandbox_provider_sandbox_provider()
+                    .call_run_command(store, &allocation, &request)
+                    .await
             })
             .await
             .map_err(|_| Error::CommandUnconfirmed)?;
@@ -321,7 +469,11 @@ mod tests {
     use crate::bindings::LifecycleState;
 
     fn reference(allocation: &str) -> Reference {
-        Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: allocation.into() }
+        Reference {
+            tenant_id: "t".into(),
+            environment_id: "e".into(),
+            allocation_id: allocation.into(),
+        }
     }
 
     fn info(allocation: &str) -> Info {
@@ -336,27 +488,62 @@ mod tests {
 
     #[test]
     fn answers_about_another_allocation_are_not_evidence() {
-        assert_eq!(police_read(Ok(info("b")), &reference("a")), Err(Error::ComputeUnconfirmed));
+        assert_eq!(
+            police_read(Ok(info("b")), &reference("a")),
+            Err(Error::ComputeUnconfirmed)
+        );
         assert_eq!(police_read(Ok(info("a")), &reference("a")), Ok(info("a")));
-        assert_eq!(police_mutation(Ok(info("b")), &reference("a")), Err(Error::ComputeUnconfirmed.into()));
-        let foreign = Failure { error: Error::Exists, info: Some(info("b")) };
-        assert_eq!(police_mutation(Err(foreign), &reference("a")), Err(Failure { error: Error::Exists, info: None }));
-        let own = Failure { error: Error::Exists, info: Some(info("a")) };
+        assert_eq!(
+            police_mutation(Ok(info("b")), &reference("a")),
+            Err(Error::ComputeUnconfirmed.into())
+        );
+        let foreign = Failure {
+            error: Error::Exists,
+            info: Some(info("b")),
+        };
+        assert_eq!(
+            police_mutation(Err(foreign), &reference("a")),
+            Err(Failure {
+                error: Error::Exists,
+                info: None
+            })
+        );
+        let own = Failure {
+            error: Error::Exists,
+            info: Some(info("a")),
+        };
         assert_eq!(police_mutation(Err(own.clone()), &reference("a")), Err(own));
     }
 
     #[test]
     fn unsupported_from_a_supported_operation_is_unconfirmed() {
-        let unsupported = Error::Unsupported(UnsupportedOperation { operation: "get-info".into(), reason: "x".into() });
-        assert_eq!(police_read(Err(unsupported.clone()), &reference("a")), Err(Error::ComputeUnconfirmed));
-        assert_eq!(police_command(Err(unsupported)), Err(Error::CommandUnconfirmed));
+        let unsupported = Error::Unsupported(UnsupportedOperation {
+            operation: "get-info".into(),
+            reason: "x".into(),
+        });
+        assert_eq!(
+            police_read(Err(unsupported.clone()), &reference("a")),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert_eq!(
+            police_command(Err(unsupported)),
+            Err(Error::CommandUnconfirmed)
+        );
     }
 
     #[test]
     fn oversized_output_is_never_success() {
-        let big = CommandResult { stdout: vec![0; MAX_OUTPUT_BYTES as usize + 1], stderr: vec![], exit_code: 0 };
+        let big = CommandResult {
+            stdout: vec![0; MAX_OUTPUT_BYTES as usize + 1],
+            stderr: vec![],
+            exit_code: 0,
+        };
         assert_eq!(police_command(Ok(big)), Err(Error::CommandUnconfirmed));
-        let fits = CommandResult { stdout: vec![0; MAX_OUTPUT_BYTES as usize], stderr: vec![], exit_code: 3 };
+        let fits = CommandResult {
+            stdout: vec![0; MAX_OUTPUT_BYTES as usize],
+            stderr: vec![],
+            exit_code: 3,
+        };
         assert_eq!(police_command(Ok(fits.clone())), Ok(fits));
     }
 }

@@ -91,23 +91,35 @@ impl Runtime {
             .max_memories_per_component(4)
             .max_memory_size(POOL_MAX_MEMORY_BYTES);
         let mut config = Config::new();
-        config.epoch_interruption(true).allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        config
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        crate::bindings::Provider::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |state| state)?;
+        crate::bindings::Provider::add_to_linker::<CallState, HasSelf<CallState>>(
+            &mut linker,
+            |state| state,
+        )?;
         let ticking = Arc::new(AtomicBool::new(true));
         let (weak, flag) = (engine.weak(), ticking.clone());
-        std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
-            while flag.load(Ordering::Relaxed) {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => break,
+        std::thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
                 }
-            }
-        })?;
-        Ok(Arc::new(Self { engine, linker, compiled: Mutex::new(HashMap::new()), ticking }))
+            })?;
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            compiled: Mutex::new(HashMap::new()),
+            ticking,
+        }))
     }
 
     /// The engine.
@@ -117,7 +129,10 @@ impl Runtime {
 
     /// Compiles `bytes`, or returns the component already compiled for `digest`.
     fn compile(&self, digest: &str, bytes: &[u8]) -> wasmtime::Result<Component> {
-        let mut compiled = self.compiled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut compiled = self
+            .compiled
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(component) = compiled.get(digest) {
             return Ok(component.clone());
         }
@@ -148,7 +163,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn expected_digest(registration: &Registration, component_path: &Path) -> Result<String, LoadError> {
+fn expected_digest(
+    registration: &Registration,
+    component_path: &Path,
+) -> Result<String, LoadError> {
     match &registration.digest {
         DigestSource::Pinned(digest) => Ok(digest.clone()),
         DigestSource::Staged => {
@@ -158,25 +176,54 @@ fn expected_digest(registration: &Registration, component_path: &Path) -> Result
                 what: "digest file",
                 path: path.clone(),
             })?;
-            Ok(text.split_whitespace().next().unwrap_or_default().to_ascii_lowercase())
+            Ok(text
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase())
         }
     }
 }
 
 /// Loads a registered component from `plugin_dir` (no native I/O, no call).
-pub fn load(runtime: &Runtime, registration: &Registration, plugin_dir: &Path) -> Result<Loaded, LoadError> {
+pub fn load(
+    runtime: &Runtime,
+    registration: &Registration,
+    plugin_dir: &Path,
+) -> Result<Loaded, LoadError> {
     let kind = registration.kind.clone();
     let path = plugin_dir.join(&registration.component);
-    let bytes = std::fs::read(&path).map_err(|_| LoadError::Read { kind: kind.clone(), what: "component", path: path.clone() })?;
+    let bytes = std::fs::read(&path).map_err(|_| LoadError::Read {
+        kind: kind.clone(),
+        what: "component",
+        path: path.clone(),
+    })?;
     let digest = sha256_hex(&bytes);
     if digest != expected_digest(registration, &path)? {
         return Err(LoadError::Digest { kind });
     }
-    declaration::contract_stamp(&bytes).map_err(|error| LoadError::Declaration { kind: kind.clone(), error })?;
-    let component = runtime.compile(&digest, &bytes).map_err(|_| LoadError::Compile { kind: kind.clone() })?;
-    let inventory = declaration::derive_inventory(&runtime.engine, &component)
-        .map_err(|error| LoadError::Declaration { kind: kind.clone(), error })?;
-    let instance_pre = runtime.linker.instantiate_pre(&component).map_err(|_| LoadError::Link { kind: kind.clone() })?;
+    declaration::contract_stamp(&bytes).map_err(|error| LoadError::Declaration {
+        kind: kind.clone(),
+        error,
+    })?;
+    let component = runtime
+        .compile(&digest, &bytes)
+        .map_err(|_| LoadError::Compile { kind: kind.clone() })?;
+    let inventory =
+        declaration::derive_inventory(&runtime.engine, &component).map_err(|error| {
+            LoadError::Declaration {
+                kind: kind.clone(),
+                error,
+            }
+        })?;
+    let instance_pre = runtime
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|_| LoadError::Link { kind: kind.clone() })?;
     let pre = ProviderPre::new(instance_pre).map_err(|_| LoadError::Link { kind })?;
-    Ok(Loaded { digest, inventory, pre })
+    Ok(Loaded {
+        digest,
+        inventory,
+        pre,
+    })
 }

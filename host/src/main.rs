@@ -99,8 +99,11 @@ enum Cmd {
 fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
     let mut configurations = BTreeMap::new();
     for entry in &node.configurations {
-        let (kind, text) = entry.split_once('=').context("--configuration takes KIND=JSON")?;
-        let value: Value = serde_json::from_str(text).with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
+        let (kind, text) = entry
+            .split_once('=')
+            .context("--configuration takes KIND=JSON")?;
+        let value: Value = serde_json::from_str(text)
+            .with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
         configurations.insert(kind.to_string(), value);
     }
     Ok(registry::builtin()
@@ -108,8 +111,13 @@ fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
         .map(|registration| {
             let binding = NodeBinding {
                 installation_id: node.installation.clone(),
-                docker_socket: registration.grants.docker.then(|| node.docker_socket.clone()),
-                configuration: configurations.remove(&registration.kind).unwrap_or_else(|| json!({})),
+                docker_socket: registration
+                    .grants
+                    .docker
+                    .then(|| node.docker_socket.clone()),
+                configuration: configurations
+                    .remove(&registration.kind)
+                    .unwrap_or_else(|| json!({})),
                 credential: None,
             };
             (registration.kind, binding)
@@ -119,16 +127,32 @@ fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
 
 async fn load(node: &NodeArgs, connect: Connect) -> Result<Host> {
     let runtime = Runtime::new().context("creating the WebAssembly engine")?;
-    Ok(Host::load(runtime, &registry::builtin(), &node.plugins, &bindings(node)?, connect).await?)
+    Ok(Host::load(
+        runtime,
+        &registry::builtin(),
+        &node.plugins,
+        &bindings(node)?,
+        connect,
+    )
+    .await?)
 }
 
 fn parse_reference(text: &str) -> Result<Reference> {
     let parts: Vec<&str> = text.split('/').collect();
-    let [tenant, environment, allocation] = parts[..] else { bail!("--reference takes TENANT/ENVIRONMENT/ALLOCATION") };
-    if [tenant, environment, allocation].iter().any(|part| part.is_empty()) {
+    let [tenant, environment, allocation] = parts[..] else {
+        bail!("--reference takes TENANT/ENVIRONMENT/ALLOCATION")
+    };
+    if [tenant, environment, allocation]
+        .iter()
+        .any(|part| part.is_empty())
+    {
         bail!("--reference parts must not be empty");
     }
-    Ok(Reference { tenant_id: tenant.into(), environment_id: environment.into(), allocation_id: allocation.into() })
+    Ok(Reference {
+        tenant_id: tenant.into(),
+        environment_id: environment.into(),
+        allocation_id: allocation.into(),
+    })
 }
 
 /// Prints `{"ok": …}` or `{"error": code, "info": …}`; returns success.
@@ -158,26 +182,43 @@ async fn call(
     match operation {
         "create" => {
             let path = bootstrap.context("create needs --bootstrap FILE")?;
-            let mut fields: serde_json::Map<String, Value> =
-                serde_json::from_slice(&std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?)
-                    .context("the bootstrap file is not a JSON object")?;
+            let mut fields: serde_json::Map<String, Value> = serde_json::from_slice(
+                &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
+            )
+            .context("the bootstrap file is not a JSON object")?;
             fields.insert("reference".into(), json!(allocation));
-            let request: Bootstrap = serde_json::from_value(Value::Object(fields)).context("the bootstrap file is incomplete or malformed")?;
+            let request: Bootstrap = serde_json::from_value(Value::Object(fields))
+                .context("the bootstrap file is incomplete or malformed")?;
             report(host.create(kind, request, budget).await.map_err(failure))
         }
-        "get-info" => report(host.get_info(kind, allocation, budget).await.map_err(|e| (e.code(), Value::Null))),
+        "get-info" => report(
+            host.get_info(kind, allocation, budget)
+                .await
+                .map_err(|e| (e.code(), Value::Null)),
+        ),
         "renew" => report(host.renew(kind, allocation, budget).await.map_err(failure)),
         "kill" => report(host.kill(kind, allocation, budget).await.map_err(failure)),
         "run-command" => {
-            let stdin = stdin.map(|path| std::fs::read(&path).with_context(|| format!("reading {}", path.display()))).transpose()?;
-            let request = Command { args, directory, stdin };
-            let outcome = host.run_command(kind, allocation, request, budget).await.map(|result| {
-                json!({
-                    "stdout": String::from_utf8_lossy(&result.stdout),
-                    "stderr": String::from_utf8_lossy(&result.stderr),
-                    "exit_code": result.exit_code,
+            let stdin = stdin
+                .map(|path| {
+                    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
                 })
-            });
+                .transpose()?;
+            let request = Command {
+                args,
+                directory,
+                stdin,
+            };
+            let outcome = host
+                .run_command(kind, allocation, request, budget)
+                .await
+                .map(|result| {
+                    json!({
+                        "stdout": String::from_utf8_lossy(&result.stdout),
+                        "stderr": String::from_utf8_lossy(&result.stderr),
+                        "exit_code": result.exit_code,
+                    })
+                });
             report(outcome.map_err(|e| (e.code(), Value::Null)))
         }
         other => bail!("unknown operation `{other}` (create, get-info, renew, kill, run-command)"),
@@ -189,7 +230,12 @@ async fn run(cli: Cli) -> Result<bool> {
         Cmd::Validate { node } => {
             let host = load(&node, Connect::Offline).await?;
             for kind in host.kinds() {
-                println!("{}: ok ({} operations declared, sha256 {})", kind.registration.kind, kind.inventory.0.len(), kind.digest);
+                println!(
+                    "{}: ok ({} operations declared, sha256 {})",
+                    kind.registration.kind,
+                    kind.inventory.0.len(),
+                    kind.digest
+                );
             }
             Ok(true)
         }
@@ -198,7 +244,10 @@ async fn run(cli: Cli) -> Result<bool> {
             let budget = Budget::from_millis(10_000)?;
             let mut kinds = Vec::new();
             for kind in host.kinds() {
-                let requirements = host.requirements(&kind.registration.kind, budget).await.ok();
+                let requirements = host
+                    .requirements(&kind.registration.kind, budget)
+                    .await
+                    .ok();
                 kinds.push(json!({
                     "registration": kind.registration,
                     "sha256": kind.digest,
@@ -208,19 +257,40 @@ async fn run(cli: Cli) -> Result<bool> {
                     "artifacts": kind.registration.node_artifacts,
                 }));
             }
-            println!("{}", serde_json::to_string_pretty(&json!({ "kinds": kinds }))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({ "kinds": kinds }))?
+            );
             Ok(true)
         }
-        Cmd::Seccomp { upstream, license, out } => {
+        Cmd::Seccomp {
+            upstream,
+            license,
+            out,
+        } => {
             let (profile, notice) = oac_seccomp::assemble_files(&upstream, &license, &out)?;
             println!("{}\n{}", profile.display(), notice.display());
             Ok(true)
         }
-        Cmd::Call { kind, operation, reference, budget_ms, bootstrap, stdin_file, directory, node, args } => {
+        Cmd::Call {
+            kind,
+            operation,
+            reference,
+            budget_ms,
+            bootstrap,
+            stdin_file,
+            directory,
+            node,
+            args,
+        } => {
             let budget = Budget::from_millis(budget_ms)?;
             let allocation = parse_reference(&reference)?;
             let host = load(&node, Connect::Capabilities).await?;
-            call(&host, &kind, &operation, allocation, budget, bootstrap, stdin_file, directory, args).await
+            call(
+                &host, &kind, &operation, allocation, budget, bootstrap, stdin_file, directory,
+                args,
+            )
+            .await
         }
     }
 }
@@ -228,7 +298,9 @@ async fn run(cli: Cli) -> Result<bool> {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match run(Cli::parse()).await {

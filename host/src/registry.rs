@@ -47,7 +47,11 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { default_budget_ms: 30_000, max_memory_bytes: 64 << 20, max_concurrent_calls: 64 }
+        Self {
+            default_budget_ms: 30_000,
+            max_memory_bytes: 64 << 20,
+            max_concurrent_calls: 64,
+        }
     }
 }
 
@@ -82,18 +86,40 @@ pub struct Registration {
 /// The registry table compiled into this host. Adding a kind means adding a
 /// row here, nowhere else.
 pub fn builtin() -> Vec<Registration> {
-    vec![Registration {
-        // The host's self-test component: exercises every capability and
-        // rule, and is what `validate`/`call` use until real adapters land.
-        kind: "steerable".into(),
-        mode: Mode::Nodes,
-        component: "steerable.wasm".into(),
-        digest: DigestSource::Staged,
-        grants: Grants { docker: true, http_origins: Vec::new() },
-        policy: Policy::default(),
-        node_artifacts: Vec::new(),
-        suspension: None,
-    }]
+    vec![
+        Registration {
+            // One hardened container and two labelled volumes per allocation.
+            kind: "docker".into(),
+            mode: Mode::Nodes,
+            component: "docker.wasm".into(),
+            digest: DigestSource::Staged,
+            grants: Grants {
+                docker: true,
+                http_origins: Vec::new(),
+            },
+            policy: Policy {
+                default_budget_ms: 60_000,
+                ..Policy::default()
+            },
+            node_artifacts: vec!["runtime-image".into(), "seccomp.json".into()],
+            suspension: None,
+        },
+        Registration {
+            // The host's self-test component: exercises every capability and
+            // rule, and is what `validate`/`call` use until real adapters land.
+            kind: "steerable".into(),
+            mode: Mode::Nodes,
+            component: "steerable.wasm".into(),
+            digest: DigestSource::Staged,
+            grants: Grants {
+                docker: true,
+                http_origins: Vec::new(),
+            },
+            policy: Policy::default(),
+            node_artifacts: Vec::new(),
+            suspension: None,
+        },
+    ]
 }
 
 /// What an operator's node supplies for one kind at run time.
@@ -137,18 +163,26 @@ fn is_kind_name(kind: &str) -> bool {
     !bytes.is_empty()
         && bytes.len() <= 32
         && bytes[0].is_ascii_lowercase()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
 fn is_component_file(name: &str) -> bool {
     let path = Path::new(name);
     name.ends_with(".wasm")
         && path.components().count() == 1
-        && matches!(path.components().next(), Some(std::path::Component::Normal(_)))
+        && matches!(
+            path.components().next(),
+            Some(std::path::Component::Normal(_))
+        )
 }
 
 fn is_sha256_hex(digest: &str) -> bool {
-    digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// An origin the HTTP capability may be granted: `https://host[:port]`, or
@@ -157,7 +191,10 @@ pub(crate) fn parse_origin(origin: &str) -> Option<reqwest::Url> {
     let url = reqwest::Url::parse(origin).ok()?;
     let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
     let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
-    let bare = url.path() == "/" && url.query().is_none() && url.username().is_empty() && url.password().is_none();
+    let bare = url.path() == "/"
+        && url.query().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
     (scheme_ok && bare && url.host_str().is_some() && !origin.ends_with('/')).then_some(url)
 }
 
@@ -166,7 +203,12 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     if !is_kind_name(&registration.kind) {
         return Err(RegistrationError::InvalidKind);
     }
-    let invalid = |field| Err(RegistrationError::InvalidField { kind: registration.kind.clone(), field });
+    let invalid = |field| {
+        Err(RegistrationError::InvalidField {
+            kind: registration.kind.clone(),
+            field,
+        })
+    };
     if !is_component_file(&registration.component) {
         return invalid("component");
     }
@@ -178,7 +220,12 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     if registration.grants.docker && registration.mode != Mode::Nodes {
         return invalid("grants.docker");
     }
-    if registration.grants.http_origins.iter().any(|origin| parse_origin(origin).is_none()) {
+    if registration
+        .grants
+        .http_origins
+        .iter()
+        .any(|origin| parse_origin(origin).is_none())
+    {
         return invalid("grants.http_origins");
     }
     let policy = &registration.policy;
@@ -191,8 +238,13 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     if !(1..=1024).contains(&policy.max_concurrent_calls) {
         return invalid("policy.max_concurrent_calls");
     }
-    let artifacts_ok = registration.node_artifacts.iter().all(|artifact| !artifact.trim().is_empty());
-    if !artifacts_ok || (registration.mode == Mode::Direct && !registration.node_artifacts.is_empty()) {
+    let artifacts_ok = registration
+        .node_artifacts
+        .iter()
+        .all(|artifact| !artifact.trim().is_empty());
+    if !artifacts_ok
+        || (registration.mode == Mode::Direct && !registration.node_artifacts.is_empty())
+    {
         return invalid("node_artifacts");
     }
     match &registration.suspension {
@@ -215,12 +267,22 @@ pub fn validate_table(table: &[Registration]) -> Result<(), RegistrationError> {
 }
 
 /// Checks what a node supplies for a registered kind, before connecting anywhere.
-pub fn validate_node_binding(registration: &Registration, binding: &NodeBinding) -> Result<(), RegistrationError> {
-    let invalid = |field| Err(RegistrationError::InvalidField { kind: registration.kind.clone(), field });
+pub fn validate_node_binding(
+    registration: &Registration,
+    binding: &NodeBinding,
+) -> Result<(), RegistrationError> {
+    let invalid = |field| {
+        Err(RegistrationError::InvalidField {
+            kind: registration.kind.clone(),
+            field,
+        })
+    };
     let id = binding.installation_id.as_bytes();
     let id_ok = !id.is_empty()
         && id.len() <= 128
-        && id.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if !id_ok {
         return invalid("installation_id");
     }
@@ -240,7 +302,10 @@ mod tests {
     use super::*;
 
     fn row() -> Registration {
-        builtin().remove(0)
+        builtin()
+            .into_iter()
+            .find(|row| row.kind == "steerable")
+            .expect("steerable row")
     }
 
     fn field_error(registration: &Registration) -> Option<&'static str> {
@@ -258,39 +323,146 @@ mod tests {
     #[test]
     fn malformed_kind_names_are_rejected() {
         for kind in ["", "Docker", "1docker", "dock_er", &"a".repeat(33), "../x"] {
-            let registration = Registration { kind: kind.into(), ..row() };
-            assert_eq!(validate_registration(&registration), Err(RegistrationError::InvalidKind), "{kind:?}");
+            let registration = Registration {
+                kind: kind.into(),
+                ..row()
+            };
+            assert_eq!(
+                validate_registration(&registration),
+                Err(RegistrationError::InvalidKind),
+                "{kind:?}"
+            );
         }
     }
 
     #[test]
     fn each_malformed_field_is_named() {
         let cases: Vec<(Registration, &str)> = vec![
-            (Registration { component: "../steerable.wasm".into(), ..row() }, "component"),
-            (Registration { component: "/abs/steerable.wasm".into(), ..row() }, "component"),
-            (Registration { component: "steerable.so".into(), ..row() }, "component"),
-            (Registration { digest: DigestSource::Pinned("abc".into()), ..row() }, "digest"),
-            (Registration { digest: DigestSource::Pinned("A".repeat(64)), ..row() }, "digest"),
-            (Registration { mode: Mode::Direct, ..row() }, "grants.docker"),
             (
-                Registration { grants: Grants { docker: true, http_origins: vec!["http://vendor.example".into()] }, ..row() },
+                Registration {
+                    component: "../steerable.wasm".into(),
+                    ..row()
+                },
+                "component",
+            ),
+            (
+                Registration {
+                    component: "/abs/steerable.wasm".into(),
+                    ..row()
+                },
+                "component",
+            ),
+            (
+                Registration {
+                    component: "steerable.so".into(),
+                    ..row()
+                },
+                "component",
+            ),
+            (
+                Registration {
+                    digest: DigestSource::Pinned("abc".into()),
+                    ..row()
+                },
+                "digest",
+            ),
+            (
+                Registration {
+                    digest: DigestSource::Pinned("A".repeat(64)),
+                    ..row()
+                },
+                "digest",
+            ),
+            (
+                Registration {
+                    mode: Mode::Direct,
+                    ..row()
+                },
+                "grants.docker",
+            ),
+            (
+                Registration {
+                    grants: Grants {
+                        docker: true,
+                        http_origins: vec!["http://vendor.example".into()],
+                    },
+                    ..row()
+                },
                 "grants.http_origins",
             ),
             (
-                Registration { grants: Grants { docker: true, http_origins: vec!["https://vendor.example/path".into()] }, ..row() },
+                Registration {
+                    grants: Grants {
+                        docker: true,
+                        http_origins: vec!["https://vendor.example/path".into()],
+                    },
+                    ..row()
+                },
                 "grants.http_origins",
             ),
-            (Registration { policy: Policy { default_budget_ms: 0, ..Policy::default() }, ..row() }, "policy.default_budget_ms"),
-            (Registration { policy: Policy { default_budget_ms: 120_001, ..Policy::default() }, ..row() }, "policy.default_budget_ms"),
-            (Registration { policy: Policy { max_memory_bytes: 1024, ..Policy::default() }, ..row() }, "policy.max_memory_bytes"),
-            (Registration { policy: Policy { max_concurrent_calls: 0, ..Policy::default() }, ..row() }, "policy.max_concurrent_calls"),
-            (Registration { node_artifacts: vec![" ".into()], ..row() }, "node_artifacts"),
-            (Registration { suspension: Some(SuspensionDefaults { idle_suspend_seconds: 0 }), ..row() }, "suspension"),
+            (
+                Registration {
+                    policy: Policy {
+                        default_budget_ms: 0,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.default_budget_ms",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        default_budget_ms: 120_001,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.default_budget_ms",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        max_memory_bytes: 1024,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.max_memory_bytes",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        max_concurrent_calls: 0,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.max_concurrent_calls",
+            ),
+            (
+                Registration {
+                    node_artifacts: vec![" ".into()],
+                    ..row()
+                },
+                "node_artifacts",
+            ),
+            (
+                Registration {
+                    suspension: Some(SuspensionDefaults {
+                        idle_suspend_seconds: 0,
+                    }),
+                    ..row()
+                },
+                "suspension",
+            ),
             (
                 Registration {
                     mode: Mode::Direct,
                     grants: Grants::default(),
-                    suspension: Some(SuspensionDefaults { idle_suspend_seconds: 60 }),
+                    suspension: Some(SuspensionDefaults {
+                        idle_suspend_seconds: 60,
+                    }),
                     ..row()
                 },
                 "suspension",
@@ -313,7 +485,10 @@ mod tests {
 
     #[test]
     fn duplicate_kinds_are_rejected() {
-        assert_eq!(validate_table(&[row(), row()]), Err(RegistrationError::DuplicateKind("steerable".into())));
+        assert_eq!(
+            validate_table(&[row(), row()]),
+            Err(RegistrationError::DuplicateKind("steerable".into()))
+        );
     }
 
     #[test]
@@ -327,16 +502,49 @@ mod tests {
         };
         assert_eq!(validate_node_binding(&registration, &good), Ok(()));
         let cases = [
-            (NodeBinding { installation_id: String::new(), ..good.clone() }, "installation_id"),
-            (NodeBinding { installation_id: "a b".into(), ..good.clone() }, "installation_id"),
-            (NodeBinding { docker_socket: None, ..good.clone() }, "docker_socket"),
-            (NodeBinding { docker_socket: Some("relative.sock".into()), ..good.clone() }, "docker_socket"),
-            (NodeBinding { configuration: serde_json::json!([1]), ..good.clone() }, "configuration"),
+            (
+                NodeBinding {
+                    installation_id: String::new(),
+                    ..good.clone()
+                },
+                "installation_id",
+            ),
+            (
+                NodeBinding {
+                    installation_id: "a b".into(),
+                    ..good.clone()
+                },
+                "installation_id",
+            ),
+            (
+                NodeBinding {
+                    docker_socket: None,
+                    ..good.clone()
+                },
+                "docker_socket",
+            ),
+            (
+                NodeBinding {
+                    docker_socket: Some("relative.sock".into()),
+                    ..good.clone()
+                },
+                "docker_socket",
+            ),
+            (
+                NodeBinding {
+                    configuration: serde_json::json!([1]),
+                    ..good.clone()
+                },
+                "configuration",
+            ),
         ];
         for (binding, field) in cases {
             assert_eq!(
                 validate_node_binding(&registration, &binding),
-                Err(RegistrationError::InvalidField { kind: "steerable".into(), field })
+                Err(RegistrationError::InvalidField {
+                    kind: "steerable".into(),
+                    field
+                })
             );
         }
     }

@@ -19,7 +19,11 @@ pub struct CallState {
 
 impl CallState {
     /// State for one call that must end by `deadline`.
-    pub fn new(capabilities: SharedCapabilities, deadline: Instant, max_memory_bytes: usize) -> Self {
+    pub fn new(
+        capabilities: SharedCapabilities,
+        deadline: Instant,
+        max_memory_bytes: usize,
+    ) -> Self {
         Self {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
@@ -41,7 +45,10 @@ impl CallState {
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -53,13 +60,23 @@ pub struct CallLimits {
 }
 
 impl ResourceLimiter for CallLimits {
-    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let decision = self.inner.memory_growing(current, desired, maximum);
         self.exhausted |= !matches!(decision, Ok(true));
         decision
     }
 
-    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let decision = self.inner.table_growing(current, desired, maximum);
         self.exhausted |= !matches!(decision, Ok(true));
         decision

@@ -8,25 +8,54 @@ fn plugins() -> String {
 }
 
 fn host(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-host")).args(args).output().expect("run sandbox-host")
+    Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(args)
+        .output()
+        .expect("run sandbox-host")
 }
 
 #[test]
 fn validate_loads_every_registered_kind() {
     let output = host(&["validate", "--plugins", &plugins()]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("steerable: ok (27 operations declared"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("steerable: ok (27 operations declared")
+    );
 }
 
 #[test]
 fn describe_prints_declarations_and_requirements_as_json() {
     let output = host(&["describe", "--plugins", &plugins()]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let described: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    let kind = &described["kinds"][0];
+    let kinds = described["kinds"].as_array().expect("kinds");
+    let kind = kinds
+        .iter()
+        .find(|kind| kind["registration"]["kind"] == "steerable")
+        .expect("steerable described");
+    let docker = kinds
+        .iter()
+        .find(|kind| kind["registration"]["kind"] == "docker")
+        .expect("docker described");
+    assert_eq!(
+        docker["declaration"]["suspend"]["reason"],
+        "docker_does_not_support_checkpoints"
+    );
+    assert_eq!(docker["requirements"]["credential"], "NotRequired");
     assert_eq!(kind["registration"]["kind"], "steerable");
     assert_eq!(kind["declaration"]["create"]["support"], "supported");
-    assert_eq!(kind["declaration"]["suspend"]["reason"], "steerable_has_no_checkpoints");
+    assert_eq!(
+        kind["declaration"]["suspend"]["reason"],
+        "steerable_has_no_checkpoints"
+    );
     assert_eq!(kind["inventory"].as_array().map(Vec::len), Some(27));
     assert!(kind["requirements"].is_object());
     assert_eq!(kind["sha256"].as_str().map(str::len), Some(64));
@@ -34,12 +63,33 @@ fn describe_prints_declarations_and_requirements_as_json() {
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_status_2() {
-    let output = host(&["call", "steerable", "get-info", "--reference", "only/two", "--plugins", &plugins()]);
+    let output = host(&[
+        "call",
+        "steerable",
+        "get-info",
+        "--reference",
+        "only/two",
+        "--plugins",
+        &plugins(),
+    ]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--reference takes TENANT/ENVIRONMENT/ALLOCATION"));
-    let output = host(&["call", "steerable", "get-info", "--reference", "t/e/a", "--budget-ms", "0"]);
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("--reference takes TENANT/ENVIRONMENT/ALLOCATION")
+    );
+    let output = host(&[
+        "call",
+        "steerable",
+        "get-info",
+        "--reference",
+        "t/e/a",
+        "--budget-ms",
+        "0",
+    ]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("budget must be between 1 and 120000"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("budget must be between 1 and 120000")
+    );
 }
 
 #[test]

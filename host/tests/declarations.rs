@@ -3,11 +3,11 @@
 
 mod support;
 
+use sandbox_host::HostError;
 use sandbox_host::declaration::{Decision, DeclarationError};
 use sandbox_host::host::Connect;
 use sandbox_host::loader::LoadError;
 use sandbox_host::registry::{Grants, Mode};
-use sandbox_host::HostError;
 use serde_json::json;
 use support::*;
 
@@ -18,7 +18,12 @@ async fn load_declaring(declaration: &str, mode: Mode) -> Result<sandbox_host::H
     if mode == Mode::Direct {
         registration.grants = Grants::default();
     }
-    load_one(registration, binding(socket, json!({ "declaration": declaration })), Connect::Offline).await
+    load_one(
+        registration,
+        binding(socket, json!({ "declaration": declaration })),
+        Connect::Offline,
+    )
+    .await
 }
 
 async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
@@ -31,46 +36,80 @@ async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
 
 #[tokio::test]
 async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
-    let host = load_declaring("valid", Mode::Nodes).await.expect("valid declaration loads");
+    let host = load_declaring("valid", Mode::Nodes)
+        .await
+        .expect("valid declaration loads");
     let kind = host.kind("steerable").expect("kind");
-    assert_eq!(kind.inventory.0.len(), 27, "inventory derived from the exports");
+    assert_eq!(
+        kind.inventory.0.len(),
+        27,
+        "inventory derived from the exports"
+    );
     for operation in &kind.inventory.0 {
-        assert!(kind.declaration.decision(&operation.name).is_some(), "{} declared", operation.name);
+        assert!(
+            kind.declaration.decision(&operation.name).is_some(),
+            "{} declared",
+            operation.name
+        );
     }
-    assert_eq!(kind.declaration.decision("create"), Some(&Decision::Supported));
+    assert_eq!(
+        kind.declaration.decision("create"),
+        Some(&Decision::Supported)
+    );
     assert_eq!(
         kind.declaration.decision("suspend"),
-        Some(&Decision::Unsupported("steerable_has_no_checkpoints".into()))
+        Some(&Decision::Unsupported(
+            "steerable_has_no_checkpoints".into()
+        ))
     );
-    let requirements = kind.inventory.0.iter().find(|op| op.name == "requirements").expect("requirements");
+    let requirements = kind
+        .inventory
+        .0
+        .iter()
+        .find(|op| op.name == "requirements")
+        .expect("requirements");
     assert!(!requirements.fallible, "requirements cannot fail");
 }
 
 #[tokio::test]
 async fn full_checkpoint_support_is_accepted_for_a_nodes_kind() {
-    let host = load_declaring("checkpoint", Mode::Nodes).await.expect("checkpoint declaration loads");
+    let host = load_declaring("checkpoint", Mode::Nodes)
+        .await
+        .expect("checkpoint declaration loads");
     let kind = host.kind("steerable").expect("kind");
     assert!(kind.declaration.supports_checkpoint(&kind.inventory));
 }
 
 #[tokio::test]
 async fn a_missing_operation_is_rejected() {
-    assert_eq!(rejection("missing-op", Mode::Nodes).await, DeclarationError::Missing("kill-compute".into()));
+    assert_eq!(
+        rejection("missing-op", Mode::Nodes).await,
+        DeclarationError::Missing("kill-compute".into())
+    );
 }
 
 #[tokio::test]
 async fn an_unknown_operation_is_rejected() {
-    assert_eq!(rejection("unknown-op", Mode::Nodes).await, DeclarationError::Unknown);
+    assert_eq!(
+        rejection("unknown-op", Mode::Nodes).await,
+        DeclarationError::Unknown
+    );
 }
 
 #[tokio::test]
 async fn a_duplicate_entry_is_rejected() {
-    assert_eq!(rejection("duplicate", Mode::Nodes).await, DeclarationError::Duplicate("get-info".into()));
+    assert_eq!(
+        rejection("duplicate", Mode::Nodes).await,
+        DeclarationError::Duplicate("get-info".into())
+    );
 }
 
 #[tokio::test]
 async fn a_required_operation_declared_unsupported_is_rejected() {
-    assert_eq!(rejection("required-unsupported", Mode::Nodes).await, DeclarationError::RequiredUnsupported("renew".into()));
+    assert_eq!(
+        rejection("required-unsupported", Mode::Nodes).await,
+        DeclarationError::RequiredUnsupported("renew".into())
+    );
 }
 
 #[tokio::test]
@@ -83,22 +122,34 @@ async fn an_infallible_operation_declared_unsupported_is_rejected() {
 
 #[tokio::test]
 async fn partial_checkpoint_support_is_rejected() {
-    assert_eq!(rejection("partial-checkpoint", Mode::Nodes).await, DeclarationError::PartialCheckpoint);
+    assert_eq!(
+        rejection("partial-checkpoint", Mode::Nodes).await,
+        DeclarationError::PartialCheckpoint
+    );
 }
 
 #[tokio::test]
 async fn checkpoint_support_in_direct_mode_is_rejected() {
-    assert_eq!(rejection("checkpoint", Mode::Direct).await, DeclarationError::CheckpointNotNodes);
+    assert_eq!(
+        rejection("checkpoint", Mode::Direct).await,
+        DeclarationError::CheckpointNotNodes
+    );
 }
 
 #[tokio::test]
 async fn batch_observation_without_observe_is_rejected() {
-    assert_eq!(rejection("batch-without-observe", Mode::Nodes).await, DeclarationError::BatchWithoutObserve);
+    assert_eq!(
+        rejection("batch-without-observe", Mode::Nodes).await,
+        DeclarationError::BatchWithoutObserve
+    );
 }
 
 #[tokio::test]
 async fn an_invalid_reason_code_is_rejected() {
-    assert_eq!(rejection("invalid-reason", Mode::Nodes).await, DeclarationError::InvalidReason("observe".into()));
+    assert_eq!(
+        rejection("invalid-reason", Mode::Nodes).await,
+        DeclarationError::InvalidReason("observe".into())
+    );
 }
 
 #[tokio::test]
@@ -106,8 +157,16 @@ async fn a_declaration_call_that_never_returns_fails_loading_within_the_budget()
     let mut registration = steerable("steerable");
     registration.policy.default_budget_ms = 300;
     let started = std::time::Instant::now();
-    let outcome = load_one(registration, binding(Some("/x.sock".into()), json!({ "declaration": "loop" })), Connect::Offline).await;
-    assert!(matches!(outcome, Err(HostError::Load(LoadError::DeclarationCall { .. }))));
+    let outcome = load_one(
+        registration,
+        binding(Some("/x.sock".into()), json!({ "declaration": "loop" })),
+        Connect::Offline,
+    )
+    .await;
+    assert!(matches!(
+        outcome,
+        Err(HostError::Load(LoadError::DeclarationCall { .. }))
+    ));
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
@@ -120,9 +179,14 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         grants: Grants::default(),
         ..steerable("minimal")
     };
-    let host = load_one(registration, binding(None, json!({})), Connect::Offline).await.expect("minimal adapter loads");
+    let host = load_one(registration, binding(None, json!({})), Connect::Offline)
+        .await
+        .expect("minimal adapter loads");
     let kind = host.kind("minimal").expect("kind");
-    assert_eq!(kind.declaration.decision("observe"), Some(&Decision::Unsupported("minimal_has_no_observation".into())));
+    assert_eq!(
+        kind.declaration.decision("observe"),
+        Some(&Decision::Unsupported("minimal_has_no_observation".into()))
+    );
     assert!(!kind.declaration.supports_checkpoint(&kind.inventory));
     let allocation = sandbox_host::bindings::Reference {
         tenant_id: "t".into(),
@@ -130,7 +194,10 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         allocation_id: "a".into(),
     };
     let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
-    let info = host.get_info("minimal", allocation.clone(), budget).await.expect("get-info");
+    let info = host
+        .get_info("minimal", allocation.clone(), budget)
+        .await
+        .expect("get-info");
     assert_eq!(info.reference, allocation);
     assert_eq!(info.state, sandbox_host::bindings::LifecycleState::Absent);
 }

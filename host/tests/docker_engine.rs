@@ -14,39 +14,51 @@ use serde_json::json;
 use std::path::PathBuf;
 use support::*;
 
-fn engine_socket(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("OAC_DOCKER_SOCKET") {
-        Some(socket) => Some(PathBuf::from(socket)),
-        None if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: OAC_REQUIRE_DOCKER=1 but OAC_DOCKER_SOCKET is not set")
-        }
-        None => {
-            eprintln!("SKIPPED {test}: no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)");
-            None
-        }
-    }
-}
-
 fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference { tenant_id: "tenant".into(), environment_id: "env".into(), allocation_id: allocation.into() }
+    Reference {
+        tenant_id: "tenant".into(),
+        environment_id: "env".into(),
+        allocation_id: allocation.into(),
+    }
 }
 
 async fn host(socket: &PathBuf, kinds: &[(&str, serde_json::Value)]) -> Host {
     let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
     let bindings = kinds
         .iter()
-        .map(|(kind, configuration)| (kind.to_string(), binding(Some(socket.clone()), configuration.clone())))
+        .map(|(kind, configuration)| {
+            (
+                kind.to_string(),
+                binding(Some(socket.clone()), configuration.clone()),
+            )
+        })
         .collect();
-    Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Capabilities).await.expect("host connects to the engine")
+    Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &bindings,
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host connects to the engine")
 }
 
 fn direct(socket: &PathBuf) -> Docker {
-    Docker::connect_with_unix(socket.to_str().expect("utf-8 socket path"), 30, bollard::API_DEFAULT_VERSION).expect("engine")
+    Docker::connect_with_unix(
+        socket.to_str().expect("utf-8 socket path"),
+        30,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("engine")
 }
 
 fn budget() -> Budget {
@@ -55,55 +67,118 @@ fn budget() -> Budget {
 
 #[tokio::test]
 async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capability() {
-    let Some(socket) = engine_socket("volume lifecycle") else { return };
+    let Some(socket) = engine_socket("volume lifecycle") else {
+        return;
+    };
     let volume = unique("oac-e2e");
     let steer = |action: &str| json!({ "action": action, "volume": volume });
     let host = host(
         &socket,
-        &[("creator", steer("volume-create")), ("inspector", steer("volume-inspect")), ("remover", steer("volume-remove"))],
+        &[
+            ("creator", steer("volume-create")),
+            ("inspector", steer("volume-inspect")),
+            ("remover", steer("volume-remove")),
+        ],
     )
     .await;
     let allocation = reference("alloc-1");
 
-    let created = host.get_info("creator", allocation.clone(), budget()).await.expect("volume created");
+    let created = host
+        .get_info("creator", allocation.clone(), budget())
+        .await
+        .expect("volume created");
     assert_eq!(created.provider_id.as_deref(), Some(volume.as_str()));
     assert_eq!(created.reference, allocation);
 
-    let seen = direct(&socket).inspect_volume(&volume).await.expect("volume exists on the engine");
+    let seen = direct(&socket)
+        .inspect_volume(&volume)
+        .await
+        .expect("volume exists on the engine");
     let labels = seen.labels;
-    assert_eq!(labels.get("io.oac.installation").map(String::as_str), Some(INSTALLATION));
-    assert_eq!(labels.get("io.oac.tenant").map(String::as_str), Some("tenant"));
-    assert_eq!(labels.get("io.oac.environment").map(String::as_str), Some("env"));
-    assert_eq!(labels.get("io.oac.allocation").map(String::as_str), Some("alloc-1"));
+    assert_eq!(
+        labels.get("io.oac.installation").map(String::as_str),
+        Some(INSTALLATION)
+    );
+    assert_eq!(
+        labels.get("io.oac.tenant").map(String::as_str),
+        Some("tenant")
+    );
+    assert_eq!(
+        labels.get("io.oac.environment").map(String::as_str),
+        Some("env")
+    );
+    assert_eq!(
+        labels.get("io.oac.allocation").map(String::as_str),
+        Some("alloc-1")
+    );
 
-    let inspected = host.get_info("inspector", allocation.clone(), budget()).await.expect("owned volume inspected");
+    let inspected = host
+        .get_info("inspector", allocation.clone(), budget())
+        .await
+        .expect("owned volume inspected");
     assert_eq!(inspected.provider_id.as_deref(), Some(volume.as_str()));
     assert_eq!(
-        host.get_info("inspector", reference("alloc-2"), budget()).await,
+        host.get_info("inspector", reference("alloc-2"), budget())
+            .await,
         Err(Error::Ownership),
         "another allocation does not own it"
     );
 
-    host.get_info("remover", allocation.clone(), budget()).await.expect("owned volume removed");
-    assert!(direct(&socket).inspect_volume(&volume).await.is_err(), "volume is gone");
-    assert_eq!(host.get_info("inspector", allocation, budget()).await, Err(Error::NotFound));
+    host.get_info("remover", allocation.clone(), budget())
+        .await
+        .expect("owned volume removed");
+    assert!(
+        direct(&socket).inspect_volume(&volume).await.is_err(),
+        "volume is gone"
+    );
+    assert_eq!(
+        host.get_info("inspector", allocation, budget()).await,
+        Err(Error::NotFound)
+    );
 }
 
 #[tokio::test]
 async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
-    let Some(socket) = engine_socket("foreign volume") else { return };
+    let Some(socket) = engine_socket("foreign volume") else {
+        return;
+    };
     let volume = unique("oac-foreign");
     let engine = direct(&socket);
     let foreign = bollard::models::VolumeCreateRequest {
         name: Some(volume.clone()),
-        labels: Some([("io.oac.installation".to_string(), "someone-else".to_string())].into()),
+        labels: Some(
+            [(
+                "io.oac.installation".to_string(),
+                "someone-else".to_string(),
+            )]
+            .into(),
+        ),
         ..Default::default()
     };
     engine.create_volume(foreign).await.expect("foreign volume");
-    let host = host(&socket, &[("remover", json!({ "action": "volume-remove", "volume": volume }))]).await;
-    assert_eq!(host.get_info("remover", reference("a"), budget()).await, Err(Error::Ownership));
-    assert!(engine.inspect_volume(&volume).await.is_ok(), "foreign volume untouched");
-    engine.remove_volume(&volume, None::<bollard::query_parameters::RemoveVolumeOptions>).await.expect("cleanup");
+    let host = host(
+        &socket,
+        &[(
+            "remover",
+            json!({ "action": "volume-remove", "volume": volume }),
+        )],
+    )
+    .await;
+    assert_eq!(
+        host.get_info("remover", reference("a"), budget()).await,
+        Err(Error::Ownership)
+    );
+    assert!(
+        engine.inspect_volume(&volume).await.is_ok(),
+        "foreign volume untouched"
+    );
+    engine
+        .remove_volume(
+            &volume,
+            None::<bollard::query_parameters::RemoveVolumeOptions>,
+        )
+        .await
+        .expect("cleanup");
 }
 
 #[tokio::test]
@@ -114,5 +189,8 @@ async fn an_engine_that_does_not_answer_fails_construction() {
         Connect::Capabilities,
     )
     .await;
-    assert!(matches!(outcome, Err(sandbox_host::HostError::Docker { .. })));
+    assert!(matches!(
+        outcome,
+        Err(sandbox_host::HostError::Docker { .. })
+    ));
 }

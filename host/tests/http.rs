@@ -29,7 +29,9 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
             }
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let origin = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
         let _ = axum::serve(listener, axum::Router::new().fallback(handler)).await;
@@ -39,20 +41,38 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
 
 async fn get(allowed: &str, url: &str) -> Result<sandbox_host::bindings::Info, Error> {
     let registration = Registration {
-        grants: Grants { docker: false, http_origins: vec![allowed.to_string()] },
+        grants: Grants {
+            docker: false,
+            http_origins: vec![allowed.to_string()],
+        },
         ..steerable("fetcher")
     };
-    let host = load_one(registration, binding(None, json!({ "action": "http-get", "url": url })), Connect::Capabilities)
-        .await
-        .expect("host loads");
-    let allocation = Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() };
-    host.get_info("fetcher", allocation, Budget::from_millis(10_000).expect("budget")).await
+    let host = load_one(
+        registration,
+        binding(None, json!({ "action": "http-get", "url": url })),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads");
+    let allocation = Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    };
+    host.get_info(
+        "fetcher",
+        allocation,
+        Budget::from_millis(10_000).expect("budget"),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn an_allowlisted_origin_is_reached() {
     let (origin, seen) = server().await;
-    let info = get(&origin, &format!("{origin}/hello")).await.expect("request succeeds");
+    let info = get(&origin, &format!("{origin}/hello"))
+        .await
+        .expect("request succeeds");
     assert_eq!(info.provider_id.as_deref(), Some("200"));
     assert_eq!(*seen.lock().expect("lock"), vec!["/hello".to_string()]);
 }
@@ -61,15 +81,24 @@ async fn an_allowlisted_origin_is_reached() {
 async fn an_origin_off_the_list_is_denied_before_any_request() {
     let (origin, seen) = server().await;
     let (other, other_seen) = server().await;
-    assert_eq!(get(&origin, &format!("{other}/steal")).await, Err(Error::Invalid), "denied");
+    assert_eq!(
+        get(&origin, &format!("{other}/steal")).await,
+        Err(Error::Invalid),
+        "denied"
+    );
     assert!(seen.lock().expect("lock").is_empty());
-    assert!(other_seen.lock().expect("lock").is_empty(), "the off-list origin received a request");
+    assert!(
+        other_seen.lock().expect("lock").is_empty(),
+        "the off-list origin received a request"
+    );
 }
 
 #[tokio::test]
 async fn redirects_are_returned_not_followed() {
     let (origin, seen) = server().await;
-    let info = get(&origin, &format!("{origin}/redirect")).await.expect("response");
+    let info = get(&origin, &format!("{origin}/redirect"))
+        .await
+        .expect("response");
     assert_eq!(info.provider_id.as_deref(), Some("302"));
     assert_eq!(*seen.lock().expect("lock"), vec!["/redirect".to_string()]);
 }

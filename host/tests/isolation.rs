@@ -13,29 +13,54 @@ use serde_json::json;
 use support::*;
 
 fn reference() -> Reference {
-    Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() }
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    }
 }
 
 async fn steered(engine: &FakeEngine, action: &str) -> Host {
     let configuration = json!({ "action": action, "volume": "oac-victim" });
-    load_one(steerable("steerable"), binding(Some(engine.socket.clone()), configuration), Connect::Capabilities)
-        .await
-        .expect("host loads against the fake engine")
+    load_one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), configuration),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads against the fake engine")
 }
 
 async fn outcome(action: &str) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
     let engine = FakeEngine::start().await;
     let host = steered(&engine, action).await;
-    let answer = host.get_info("steerable", reference(), Budget::from_millis(5_000).expect("budget")).await;
+    let answer = host
+        .get_info(
+            "steerable",
+            reference(),
+            Budget::from_millis(5_000).expect("budget"),
+        )
+        .await;
     (answer, engine.recorded())
 }
 
 #[tokio::test]
 async fn container_specs_below_the_floor_never_reach_the_engine() {
-    for action in ["bind-mount", "docker-socket", "privileged", "cap-add", "device", "host-network", "host-pid"] {
+    for action in [
+        "bind-mount",
+        "docker-socket",
+        "privileged",
+        "cap-add",
+        "device",
+        "host-network",
+        "host-pid",
+    ] {
         let (answer, recorded) = outcome(action).await;
         assert_eq!(answer, Err(Error::Invalid), "{action}");
-        assert!(recorded.is_empty(), "{action}: requests reached the engine: {recorded:?}");
+        assert!(
+            recorded.is_empty(),
+            "{action}: requests reached the engine: {recorded:?}"
+        );
     }
 }
 
@@ -44,7 +69,10 @@ async fn resources_without_this_installations_label_are_never_created() {
     for action in ["foreign-label-create", "volume-create-foreign"] {
         let (answer, recorded) = outcome(action).await;
         assert_eq!(answer, Err(Error::Ownership), "{action}");
-        assert!(recorded.is_empty(), "{action}: requests reached the engine: {recorded:?}");
+        assert!(
+            recorded.is_empty(),
+            "{action}: requests reached the engine: {recorded:?}"
+        );
     }
 }
 
@@ -59,24 +87,45 @@ async fn a_foreign_volume_is_inspected_but_never_removed() {
 async fn a_container_may_not_mount_a_foreign_volume() {
     let (answer, recorded) = outcome("mount-volume").await;
     assert_eq!(answer, Err(Error::Ownership));
-    assert_eq!(recorded, vec!["GET /volumes/oac-victim".to_string()], "no create request");
+    assert_eq!(
+        recorded,
+        vec!["GET /volumes/oac-victim".to_string()],
+        "no create request"
+    );
 }
 
 #[tokio::test]
 async fn a_spec_above_the_floor_reaches_the_engine_once() {
     let (answer, recorded) = outcome("container-create").await;
-    assert_eq!(answer, Err(Error::ComputeUnconfirmed), "the fake engine refuses creation");
+    assert_eq!(
+        answer,
+        Err(Error::ComputeUnconfirmed),
+        "the fake engine refuses creation"
+    );
     assert_eq!(recorded, vec!["POST /containers/create".to_string()]);
 }
 
 #[tokio::test]
 async fn an_ungranted_capability_is_denied_without_io() {
     let engine = FakeEngine::start().await;
-    let registration = sandbox_host::Registration { grants: Grants::default(), ..steerable("nodocker") };
-    let host = load_one(registration, binding(None, json!({ "action": "version" })), Connect::Capabilities)
-        .await
-        .expect("host loads");
-    let answer = host.get_info("nodocker", reference(), Budget::from_millis(5_000).expect("budget")).await;
+    let registration = sandbox_host::Registration {
+        grants: Grants::default(),
+        ..steerable("nodocker")
+    };
+    let host = load_one(
+        registration,
+        binding(None, json!({ "action": "version" })),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads");
+    let answer = host
+        .get_info(
+            "nodocker",
+            reference(),
+            Budget::from_millis(5_000).expect("budget"),
+        )
+        .await;
     assert_eq!(answer, Err(Error::Invalid));
     assert!(engine.recorded().is_empty());
 }

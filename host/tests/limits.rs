@@ -13,7 +13,11 @@ use std::time::{Duration, Instant};
 use support::*;
 
 fn reference() -> Reference {
-    Reference { tenant_id: "t".into(), environment_id: "e".into(), allocation_id: "a".into() }
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    }
 }
 
 fn bootstrap() -> Bootstrap {
@@ -31,13 +35,32 @@ fn bootstrap() -> Bootstrap {
 
 /// A host with three kinds of the same component steered differently.
 async fn host() -> Host {
-    let kinds = [("looper", "loop"), ("hoarder", "allocate"), ("panicker", "panic"), ("quiet", "none"), ("counter", "count")];
+    let kinds = [
+        ("looper", "loop"),
+        ("hoarder", "allocate"),
+        ("panicker", "panic"),
+        ("quiet", "none"),
+        ("counter", "count"),
+    ];
     let table: Vec<Registration> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
     let bindings: BTreeMap<String, NodeBinding> = kinds
         .iter()
-        .map(|(kind, action)| (kind.to_string(), binding(Some("/run/engine.sock".into()), json!({ "action": action }))))
+        .map(|(kind, action)| {
+            (
+                kind.to_string(),
+                binding(Some("/run/engine.sock".into()), json!({ "action": action })),
+            )
+        })
         .collect();
-    Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Offline).await.expect("host loads")
+    Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &bindings,
+        Connect::Offline,
+    )
+    .await
+    .expect("host loads")
 }
 
 fn budget(ms: u32) -> Budget {
@@ -49,11 +72,28 @@ async fn a_looping_component_is_stopped_at_its_budget() {
     let host = host().await;
     let started = Instant::now();
     let outcome = host.create("looper", bootstrap(), budget(300)).await;
-    assert_eq!(outcome, Err(Failure { error: Error::ComputeUnconfirmed, info: None }));
+    assert_eq!(
+        outcome,
+        Err(Failure {
+            error: Error::ComputeUnconfirmed,
+            info: None
+        })
+    );
     let elapsed = started.elapsed();
-    assert!(elapsed >= Duration::from_millis(250), "stopped too early: {elapsed:?}");
-    assert!(elapsed < Duration::from_secs(5), "not stopped at the budget: {elapsed:?}");
-    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok(), "host still serves");
+    assert!(
+        elapsed >= Duration::from_millis(250),
+        "stopped too early: {elapsed:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "not stopped at the budget: {elapsed:?}"
+    );
+    assert!(
+        host.get_info("quiet", reference(), budget(5_000))
+            .await
+            .is_ok(),
+        "host still serves"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,8 +105,15 @@ async fn a_loop_does_not_block_other_calls() {
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok());
-    assert!(started.elapsed() < Duration::from_millis(1_500), "a concurrent call waited for the loop");
+    assert!(
+        host.get_info("quiet", reference(), budget(5_000))
+            .await
+            .is_ok()
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1_500),
+        "a concurrent call waited for the loop"
+    );
     assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
 }
 
@@ -76,16 +123,38 @@ async fn unbounded_allocation_fails_cleanly() {
     let outcome = host.get_info("hoarder", reference(), budget(30_000)).await;
     assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
     let created = host.create("hoarder", bootstrap(), budget(30_000)).await;
-    assert_eq!(created, Err(Failure { error: Error::ComputeUnconfirmed, info: None }));
-    assert!(host.get_info("quiet", reference(), budget(5_000)).await.is_ok(), "host still serves");
+    assert_eq!(
+        created,
+        Err(Failure {
+            error: Error::ComputeUnconfirmed,
+            info: None
+        })
+    );
+    assert!(
+        host.get_info("quiet", reference(), budget(5_000))
+            .await
+            .is_ok(),
+        "host still serves"
+    );
 }
 
 #[tokio::test]
 async fn a_trap_is_unconfirmed_never_success() {
     let host = host().await;
-    assert_eq!(host.get_info("panicker", reference(), budget(5_000)).await, Err(Error::ComputeUnconfirmed));
-    let command = sandbox_host::bindings::Command { args: vec!["true".into()], directory: None, stdin: None };
-    assert!(host.run_command("quiet", reference(), command, budget(5_000)).await.is_ok());
+    assert_eq!(
+        host.get_info("panicker", reference(), budget(5_000)).await,
+        Err(Error::ComputeUnconfirmed)
+    );
+    let command = sandbox_host::bindings::Command {
+        args: vec!["true".into()],
+        directory: None,
+        stdin: None,
+    };
+    assert!(
+        host.run_command("quiet", reference(), command, budget(5_000))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -94,7 +163,10 @@ async fn each_call_gets_a_fresh_instance() {
     // call would show as a count above 1.
     let host = host().await;
     for _ in 0..20 {
-        let info = host.get_info("counter", reference(), budget(5_000)).await.expect("count");
+        let info = host
+            .get_info("counter", reference(), budget(5_000))
+            .await
+            .expect("count");
         assert_eq!(info.provider_id.as_deref(), Some("1"));
     }
 }
@@ -102,11 +174,18 @@ async fn each_call_gets_a_fresh_instance() {
 #[tokio::test]
 async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
     let host = host().await;
-    assert_eq!(host.get_info("nope", reference(), budget(100)).await, Err(Error::Invalid));
+    assert_eq!(
+        host.get_info("nope", reference(), budget(100)).await,
+        Err(Error::Invalid)
+    );
     let command = sandbox_host::bindings::Command {
         args: vec!["cat".into()],
         directory: None,
         stdin: Some(vec![0; 50 * 1024 * 1024 + 33]),
     };
-    assert_eq!(host.run_command("quiet", reference(), command, budget(5_000)).await, Err(Error::Invalid));
+    assert_eq!(
+        host.run_command("quiet", reference(), command, budget(5_000))
+            .await,
+        Err(Error::Invalid)
+    );
 }

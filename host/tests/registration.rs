@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use support::*;
 
 fn missing_component(kind: &str) -> Registration {
-    Registration { component: "does-not-exist.wasm".into(), ..steerable(kind) }
+    Registration {
+        component: "does-not-exist.wasm".into(),
+        ..steerable(kind)
+    }
 }
 
 async fn outcome(table: Vec<Registration>, socket: Option<&str>) -> Result<Host, HostError> {
@@ -21,24 +24,55 @@ async fn outcome(table: Vec<Registration>, socket: Option<&str>) -> Result<Host,
         .iter()
         .map(|row| (row.kind.clone(), binding(socket.map(Into::into), json!({}))))
         .collect::<BTreeMap<_, _>>();
-    Host::load(runtime(), &table, &plugin_dir(), &bindings, Connect::Offline).await
+    Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &bindings,
+        Connect::Offline,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn malformed_rows_are_rejected_before_any_component_is_read() {
     let cases: Vec<(Registration, RegistrationError)> = vec![
-        (Registration { kind: "Bad Kind".into(), ..missing_component("x") }, RegistrationError::InvalidKind),
         (
-            Registration { component: "../escape.wasm".into(), ..missing_component("escape") },
-            RegistrationError::InvalidField { kind: "escape".into(), field: "component" },
+            Registration {
+                kind: "Bad Kind".into(),
+                ..missing_component("x")
+            },
+            RegistrationError::InvalidKind,
         ),
         (
-            Registration { digest: DigestSource::Pinned("not-hex".into()), ..missing_component("pinned") },
-            RegistrationError::InvalidField { kind: "pinned".into(), field: "digest" },
+            Registration {
+                component: "../escape.wasm".into(),
+                ..missing_component("escape")
+            },
+            RegistrationError::InvalidField {
+                kind: "escape".into(),
+                field: "component",
+            },
         ),
         (
-            Registration { mode: Mode::Direct, ..missing_component("direct") },
-            RegistrationError::InvalidField { kind: "direct".into(), field: "grants.docker" },
+            Registration {
+                digest: DigestSource::Pinned("not-hex".into()),
+                ..missing_component("pinned")
+            },
+            RegistrationError::InvalidField {
+                kind: "pinned".into(),
+                field: "digest",
+            },
+        ),
+        (
+            Registration {
+                mode: Mode::Direct,
+                ..missing_component("direct")
+            },
+            RegistrationError::InvalidField {
+                kind: "direct".into(),
+                field: "grants.docker",
+            },
         ),
     ];
     for (row, expected) in cases {
@@ -63,10 +97,20 @@ async fn a_duplicate_kind_is_rejected_before_loading() {
 async fn a_bad_node_binding_is_rejected_before_loading() {
     assert!(matches!(
         outcome(vec![missing_component("nosocket")], None).await,
-        Err(HostError::Registration(RegistrationError::InvalidField { field: "docker_socket", .. }))
+        Err(HostError::Registration(RegistrationError::InvalidField {
+            field: "docker_socket",
+            ..
+        }))
     ));
     let table = vec![missing_component("unbound")];
-    let outcome = Host::load(runtime(), &table, &plugin_dir(), &BTreeMap::new(), Connect::Offline).await;
+    let outcome = Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &BTreeMap::new(),
+        Connect::Offline,
+    )
+    .await;
     assert!(matches!(outcome, Err(HostError::MissingBinding(kind)) if kind == "unbound"));
 }
 
@@ -75,13 +119,19 @@ async fn a_valid_row_reaches_the_loader() {
     // The same row with valid fields fails only when the file is read.
     assert!(matches!(
         outcome(vec![missing_component("valid")], Some("/run/engine.sock")).await,
-        Err(HostError::Load(LoadError::Read { what: "component", .. }))
+        Err(HostError::Load(LoadError::Read {
+            what: "component",
+            ..
+        }))
     ));
 }
 
 #[tokio::test]
 async fn a_component_whose_digest_differs_is_refused() {
-    let pinned = Registration { digest: DigestSource::Pinned("0".repeat(64)), ..steerable("pinned") };
+    let pinned = Registration {
+        digest: DigestSource::Pinned("0".repeat(64)),
+        ..steerable("pinned")
+    };
     assert!(matches!(
         outcome(vec![pinned], Some("/run/engine.sock")).await,
         Err(HostError::Load(LoadError::Digest { .. }))
@@ -91,6 +141,13 @@ async fn a_component_whose_digest_differs_is_refused() {
 #[tokio::test]
 async fn a_failing_kind_registers_nothing() {
     let good = steerable("good");
-    let bad = Registration { digest: DigestSource::Pinned("0".repeat(64)), ..steerable("bad") };
-    assert!(outcome(vec![good, bad], Some("/run/engine.sock")).await.is_err());
+    let bad = Registration {
+        digest: DigestSource::Pinned("0".repeat(64)),
+        ..steerable("bad")
+    };
+    assert!(
+        outcome(vec![good, bad], Some("/run/engine.sock"))
+            .await
+            .is_err()
+    );
 }

@@ -18,7 +18,13 @@ pub mod http {
     impl Request {
         /// A request with no headers, body or credential.
         pub fn new(method: Method, url: impl Into<String>) -> Self {
-            Request { method, url: url.into(), headers: Vec::new(), body: Vec::new(), credential: None }
+            Request {
+                method,
+                url: url.into(),
+                headers: Vec::new(),
+                body: Vec::new(),
+                credential: None,
+            }
         }
     }
 }
@@ -64,7 +70,13 @@ pub mod docker {
     impl Mount {
         /// A named volume mounted read-write at `target`.
         pub fn volume(source: impl Into<String>, target: impl Into<String>) -> Self {
-            Mount { kind: MountKind::Volume, source: source.into(), target: target.into(), read_only: false, subpath: None }
+            Mount {
+                kind: MountKind::Volume,
+                source: source.into(),
+                target: target.into(),
+                read_only: false,
+                subpath: None,
+            }
         }
     }
 }

@@ -19,8 +19,12 @@ pub const CHECKPOINT_OPERATIONS: [&str; 9] = [
 ];
 
 /// Observation, discovery and verification operations.
-pub const OPTIONAL_OPERATIONS: [&str; 4] =
-    ["observe", "observe-batch", "discover-selection", "verify-credential"];
+pub const OPTIONAL_OPERATIONS: [&str; 4] = [
+    "observe",
+    "observe-batch",
+    "discover-selection",
+    "verify-credential",
+];
 
 /// The configuration adapter's operations.
 pub const CONFIGURATION_OPERATIONS: [&str; 9] = [
@@ -65,7 +69,10 @@ pub struct Unsupported {
 impl Unsupported {
     /// Panics (at compile time in a `const`) when `reason` is not a valid code.
     pub const fn new(operation: &'static str, reason: &'static str) -> Self {
-        assert!(is_valid_reason(reason), "reason must match ^[a-z][a-z0-9_]{{0,95}}$");
+        assert!(
+            is_valid_reason(reason),
+            "reason must match ^[a-z][a-z0-9_]{{0,95}}$"
+        );
         Self { operation, reason }
     }
 
@@ -89,7 +96,10 @@ impl From<Unsupported> for Error {
 
 impl From<Unsupported> for Failure {
     fn from(value: Unsupported) -> Self {
-        Failure { error: value.into(), info: None }
+        Failure {
+            error: value.into(),
+            info: None,
+        }
     }
 }
 

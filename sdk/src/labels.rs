@@ -24,10 +24,12 @@ pub fn ownership(installation: &str, allocation: &Reference) -> Vec<(String, Str
 
 /// True when `labels` carry exactly this allocation's four ownership values.
 pub fn is_owned(labels: &[(String, String)], installation: &str, allocation: &Reference) -> bool {
-    ownership(installation, allocation).iter().all(|(key, value)| {
-        let mut matching = labels.iter().filter(|(k, _)| k == key);
-        matches!((matching.next(), matching.next()), (Some((_, v)), None) if v == value)
-    })
+    ownership(installation, allocation)
+        .iter()
+        .all(|(key, value)| {
+            let mut matching = labels.iter().filter(|(k, _)| k == key);
+            matches!((matching.next(), matching.next()), (Some((_, v)), None) if v == value)
+        })
 }
 
 #[cfg(test)]

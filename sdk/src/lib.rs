@@ -29,6 +29,7 @@ pub mod __bindings {
         export_macro_name: "__export_provider_world",
         default_bindings_module: "oac_provider_sdk::__bindings",
         generate_all,
+        additional_derives: [PartialEq],
     });
 }
 
@@ -40,11 +41,6 @@ pub const CONTRACT_VERSION: &str = "0.1.0";
 
 /// Value types of the contract.
 pub mod types {
-    pub use crate::__bindings::oac::sandbox_provider::types::{
-        Bootstrap, Command, CommandResult, Compute, ComputeState, Error, Failure, Info,
-        LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample,
-        SnapshotIdentity, SuspendRequest, Target, UnsupportedOperation,
-    };
     pub use crate::__bindings::exports::oac::sandbox_provider::configuration_adapter::{
         ConfigurationRequirements, Requirement,
     };
@@ -52,6 +48,11 @@ pub mod types {
         OperationDeclaration, Support,
     };
     pub use crate::__bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
+    pub use crate::__bindings::oac::sandbox_provider::types::{
+        Bootstrap, Command, CommandResult, Compute, ComputeState, Error, Failure, Info,
+        LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample, SnapshotIdentity,
+        SuspendRequest, Target, UnsupportedOperation,
+    };
 
     impl From<Error> for Failure {
         /// A failure without settlement evidence.

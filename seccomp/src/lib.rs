@@ -18,12 +18,20 @@ pub const UPSTREAM_PATH: &str = "seccomp/default.json";
 /// The pinned upstream commit.
 pub const UPSTREAM_COMMIT: &str = "65adc7e022c97f55e45c054ff012988027733b87";
 /// SHA-256 of the upstream file at that commit.
-pub const UPSTREAM_SHA256: &str = "785b2429264afba4d594320337cb17f144f3c7d51585f9805eef72e28f4f9334";
+pub const UPSTREAM_SHA256: &str =
+    "785b2429264afba4d594320337cb17f144f3c7d51585f9805eef72e28f4f9334";
 /// The upstream licence.
 pub const UPSTREAM_LICENSE: &str = "Apache-2.0";
 
 /// The syscalls the appended rule allows.
-pub const APPENDED_SYSCALLS: [&str; 6] = ["clone", "unshare", "setns", "mount", "umount2", "pivot_root"];
+pub const APPENDED_SYSCALLS: [&str; 6] = [
+    "clone",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+];
 
 /// The one rule this project adds to the upstream profile.
 pub fn appended_rule() -> Value {
@@ -66,7 +74,11 @@ pub fn assemble(upstream: &[u8]) -> Result<Value, SeccompError> {
         return Err(SeccompError::Digest { found });
     }
     let mut profile: Value = serde_json::from_slice(upstream).map_err(|_| SeccompError::Shape)?;
-    profile.get_mut("syscalls").and_then(Value::as_array_mut).ok_or(SeccompError::Shape)?.push(appended_rule());
+    profile
+        .get_mut("syscalls")
+        .and_then(Value::as_array_mut)
+        .ok_or(SeccompError::Shape)?
+        .push(appended_rule());
     Ok(profile)
 }
 
@@ -81,20 +93,36 @@ pub fn provenance() -> String {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, SeccompError> {
-    std::fs::read(path).map_err(|source| SeccompError::Io { action: "reading", path: path.to_path_buf(), source })
+    std::fs::read(path).map_err(|source| SeccompError::Io {
+        action: "reading",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn write(path: PathBuf, bytes: &[u8]) -> Result<PathBuf, SeccompError> {
-    std::fs::write(&path, bytes).map_err(|source| SeccompError::Io { action: "writing", path: path.clone(), source })?;
+    std::fs::write(&path, bytes).map_err(|source| SeccompError::Io {
+        action: "writing",
+        path: path.clone(),
+        source,
+    })?;
     Ok(path)
 }
 
 /// Reads the upstream profile and licence, assembles, and writes
 /// `seccomp.json` and `seccomp.LICENSE` into `out`. Returns both paths.
-pub fn assemble_files(upstream: &Path, license: &Path, out: &Path) -> Result<(PathBuf, PathBuf), SeccompError> {
+pub fn assemble_files(
+    upstream: &Path,
+    license: &Path,
+    out: &Path,
+) -> Result<(PathBuf, PathBuf), SeccompError> {
     let profile = assemble(&read(upstream)?)?;
     let license = read(license)?;
-    std::fs::create_dir_all(out).map_err(|source| SeccompError::Io { action: "writing", path: out.to_path_buf(), source })?;
+    std::fs::create_dir_all(out).map_err(|source| SeccompError::Io {
+        action: "writing",
+        path: out.to_path_buf(),
+        source,
+    })?;
     let mut text = serde_json::to_vec_pretty(&profile).map_err(|_| SeccompError::Shape)?;
     text.push(b'\n');
     let json = write(out.join("seccomp.json"), &text)?;
@@ -110,13 +138,18 @@ mod tests {
 
     /// The upstream copy kept beside the repository (never committed).
     fn upstream_dir() -> Option<PathBuf> {
-        let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        });
+        let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
+            });
         if dir.join("moby-default-65adc7e.json").exists() {
             Some(dir)
         } else if std::env::var("CI").is_ok() {
-            panic!("the upstream seccomp profile is missing at {}", dir.display())
+            panic!(
+                "the upstream seccomp profile is missing at {}",
+                dir.display()
+            )
         } else {
             eprintln!("SKIPPED: no upstream seccomp profile at {}", dir.display());
             None
@@ -125,35 +158,60 @@ mod tests {
 
     #[test]
     fn any_other_digest_is_refused() {
-        assert!(matches!(assemble(br#"{"syscalls":[]}"#), Err(SeccompError::Digest { .. })));
+        assert!(matches!(
+            assemble(br#"{"syscalls":[]}"#),
+            Err(SeccompError::Digest { .. })
+        ));
         assert!(matches!(assemble(b""), Err(SeccompError::Digest { .. })));
     }
 
     #[test]
     fn the_profile_is_upstream_plus_exactly_one_rule() {
         let Some(dir) = upstream_dir() else { return };
-        let upstream_bytes = std::fs::read(dir.join("moby-default-65adc7e.json")).expect("upstream");
+        let upstream_bytes =
+            std::fs::read(dir.join("moby-default-65adc7e.json")).expect("upstream");
         let upstream: Value = serde_json::from_slice(&upstream_bytes).expect("json");
         let assembled = assemble(&upstream_bytes).expect("assembles");
-        let (before, after) = (upstream["syscalls"].as_array().expect("list"), assembled["syscalls"].as_array().expect("list"));
+        let (before, after) = (
+            upstream["syscalls"].as_array().expect("list"),
+            assembled["syscalls"].as_array().expect("list"),
+        );
         assert_eq!(after.len(), before.len() + 1);
-        assert_eq!(&after[..before.len()], &before[..], "upstream rules unchanged and in order");
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "upstream rules unchanged and in order"
+        );
         assert_eq!(after[before.len()], appended_rule());
         let mut rest = assembled.clone();
         rest.as_object_mut().expect("object").remove("syscalls");
         let mut upstream_rest = upstream.clone();
-        upstream_rest.as_object_mut().expect("object").remove("syscalls");
-        assert_eq!(rest, upstream_rest, "everything outside syscalls is upstream's");
+        upstream_rest
+            .as_object_mut()
+            .expect("object")
+            .remove("syscalls");
+        assert_eq!(
+            rest, upstream_rest,
+            "everything outside syscalls is upstream's"
+        );
     }
 
     #[test]
     fn files_are_written_with_provenance_and_licence() {
         let Some(dir) = upstream_dir() else { return };
         let out = tempfile::tempdir().expect("tempdir");
-        let (json, license) =
-            assemble_files(&dir.join("moby-default-65adc7e.json"), &dir.join("LICENSE"), out.path()).expect("assembled");
-        let written: Value = serde_json::from_slice(&std::fs::read(json).expect("json")).expect("parse");
-        assert_eq!(written["syscalls"].as_array().and_then(|list| list.last()), Some(&appended_rule()));
+        let (json, license) = assemble_files(
+            &dir.join("moby-default-65adc7e.json"),
+            &dir.join("LICENSE"),
+            out.path(),
+        )
+        .expect("assembled");
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(json).expect("json")).expect("parse");
+        assert_eq!(
+            written["syscalls"].as_array().and_then(|list| list.last()),
+            Some(&appended_rule())
+        );
         let notice = std::fs::read_to_string(license).expect("licence");
         assert!(notice.starts_with(&provenance()));
         assert!(notice.contains("Apache License"));
@@ -169,6 +227,9 @@ mod tests {
         std::fs::write(&tampered, bytes).expect("write");
         let outcome = assemble_files(&tampered, &dir.join("LICENSE"), &tmp.path().join("out"));
         assert!(matches!(outcome, Err(SeccompError::Digest { .. })));
-        assert!(!tmp.path().join("out/seccomp.json").exists(), "nothing written");
+        assert!(
+            !tmp.path().join("out/seccomp.json").exists(),
+            "nothing written"
+        );
     }
 }

@@ -24,15 +24,18 @@ enum Task {
         #[arg(long, default_value = "target/plugins")]
         out: PathBuf,
     },
-    /// Build the plugins, then run every test: the host workspace and the
-    /// guest SDK's unit tests. Docker Engine tests run when
+    /// Build the plugins, then run every test: the host workspace, the guest
+    /// SDK's and the adapters' unit tests (natively). Docker Engine tests run when
     /// `OAC_DOCKER_SOCKET` names an engine (see scripts/docker-engine.sh)
     /// and are reported as SKIPPED otherwise.
     Test,
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 fn build_plugins(out: &Path) -> Result<()> {
@@ -40,7 +43,13 @@ fn build_plugins(out: &Path) -> Result<()> {
     let manifest = root.join("plugins/Cargo.toml");
     eprintln!("[1/2] building plugins for wasm32-wasip2 (release)");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .status()
         .context("running cargo for the plugins workspace")?;
@@ -48,7 +57,11 @@ fn build_plugins(out: &Path) -> Result<()> {
         bail!("plugin build failed (is the target installed? `rustup target add wasm32-wasip2`)");
     }
     let built = root.join("plugins/target/wasm32-wasip2/release");
-    let out = if out.is_absolute() { out.to_path_buf() } else { root.join(out) };
+    let out = if out.is_absolute() {
+        out.to_path_buf()
+    } else {
+        root.join(out)
+    };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut components: Vec<PathBuf> = std::fs::read_dir(&built)
         .with_context(|| format!("reading {}", built.display()))?
@@ -59,14 +72,26 @@ fn build_plugins(out: &Path) -> Result<()> {
     if components.is_empty() {
         bail!("no components were built in {}", built.display());
     }
-    eprintln!("[2/2] staging {} component(s) in {}", components.len(), out.display());
+    eprintln!(
+        "[2/2] staging {} component(s) in {}",
+        components.len(),
+        out.display()
+    );
     for component in components {
-        let name = component.file_name().context("component name")?.to_string_lossy().into_owned();
-        let bytes = std::fs::read(&component).with_context(|| format!("reading {}", component.display()))?;
+        let name = component
+            .file_name()
+            .context("component name")?
+            .to_string_lossy()
+            .into_owned();
+        let bytes = std::fs::read(&component)
+            .with_context(|| format!("reading {}", component.display()))?;
         let digest = hex::encode(Sha256::digest(&bytes));
         std::fs::write(out.join(&name), &bytes).with_context(|| format!("staging {name}"))?;
-        std::fs::write(out.join(format!("{name}.sha256")), format!("{digest}  {name}\n"))
-            .with_context(|| format!("writing the digest of {name}"))?;
+        std::fs::write(
+            out.join(format!("{name}.sha256")),
+            format!("{digest}  {name}\n"),
+        )
+        .with_context(|| format!("writing the digest of {name}"))?;
         eprintln!("  {name:<24} {:>8} bytes  sha256 {digest}", bytes.len());
     }
     Ok(())
@@ -78,7 +103,9 @@ fn cargo(args: &[&str], manifest: Option<&Path>) -> Result<()> {
     if let Some(manifest) = manifest {
         command.arg("--manifest-path").arg(manifest);
     }
-    let status = command.status().with_context(|| format!("running cargo {}", args.join(" ")))?;
+    let status = command
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
     if !status.success() {
         bail!("cargo {} failed", args.join(" "));
     }
@@ -88,14 +115,35 @@ fn cargo(args: &[&str], manifest: Option<&Path>) -> Result<()> {
 fn test() -> Result<()> {
     build_plugins(Path::new("target/plugins"))?;
     match std::env::var_os("OAC_DOCKER_SOCKET") {
-        Some(socket) => eprintln!("Docker Engine tests run against {}", PathBuf::from(socket).display()),
+        Some(socket) => eprintln!(
+            "Docker Engine tests run against {}",
+            PathBuf::from(socket).display()
+        ),
         None => eprintln!(
             "NOTE: OAC_DOCKER_SOCKET is not set: the Docker Engine tests will print SKIPPED \
              (start one with `scripts/docker-engine.sh start` and export the socket it prints)"
         ),
     }
     cargo(&["test", "--workspace", "--all-targets"], None)?;
-    cargo(&["test"], Some(&workspace_root().join("sdk/Cargo.toml")))
+    cargo(&["test"], Some(&workspace_root().join("sdk/Cargo.toml")))?;
+    // The adapters' pure logic (configuration, names, archives) is unit
+    // tested natively; the components themselves are tested through the host.
+    let host = host_triple()?;
+    cargo(
+        &["test", "--target", &host],
+        Some(&workspace_root().join("plugins/Cargo.toml")),
+    )
+}
+
+fn host_triple() -> Result<String> {
+    let output = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .context("running rustc -vV")?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
+        .context("rustc -vV names no host triple")
 }
 
 fn main() -> Result<()> {

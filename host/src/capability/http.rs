@@ -27,12 +27,21 @@ impl HttpBroker {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_default();
-        let origins = origins.iter().filter_map(|origin| crate::registry::parse_origin(origin)).collect();
-        Self { client, origins, credential }
+        let origins = origins
+            .iter()
+            .filter_map(|origin| crate::registry::parse_origin(origin))
+            .collect();
+        Self {
+            client,
+            origins,
+            credential,
+        }
     }
 
     fn allowed(&self, url: &reqwest::Url) -> bool {
-        self.origins.iter().any(|origin| origin.origin() == url.origin())
+        self.origins
+            .iter()
+            .any(|origin| origin.origin() == url.origin())
             && url.username().is_empty()
             && url.password().is_none()
     }
@@ -40,7 +49,10 @@ impl HttpBroker {
     /// Sends one request; never retried.
     pub async fn send(&self, request: Request, deadline: Instant) -> Result<Response, HttpError> {
         let url = reqwest::Url::parse(&request.url).map_err(|_| HttpError::Denied)?;
-        let reserved = request.headers.iter().any(|(name, _)| RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
+        let reserved = request
+            .headers
+            .iter()
+            .any(|(name, _)| RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
         if !self.allowed(&url) || reserved || request.body.len() > MAX_BODY_BYTES {
             return Err(HttpError::Denied);
         }
@@ -63,15 +75,27 @@ impl HttpBroker {
         if remaining.is_zero() {
             return Err(HttpError::Unavailable);
         }
-        let built = builder.timeout(remaining).build().map_err(|_| HttpError::Denied)?;
+        let built = builder
+            .timeout(remaining)
+            .build()
+            .map_err(|_| HttpError::Denied)?;
         let mut response = self.client.execute(built).await.map_err(|error| {
-            if error.is_connect() { HttpError::Unavailable } else { HttpError::Unconfirmed }
+            if error.is_connect() {
+                HttpError::Unavailable
+            } else {
+                HttpError::Unconfirmed
+            }
         })?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
             .iter()
-            .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+            .map(|(name, value)| {
+                (
+                    name.to_string(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
             .collect();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|_| HttpError::Unconfirmed)? {
@@ -80,7 +104,11 @@ impl HttpBroker {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Response { status, headers, body })
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
@@ -90,7 +118,13 @@ mod tests {
 
     #[test]
     fn only_exact_origins_are_allowed() {
-        let broker = HttpBroker::new(&["https://api.vendor.example".into(), "http://127.0.0.1:9000".into()], None);
+        let broker = HttpBroker::new(
+            &[
+                "https://api.vendor.example".into(),
+                "http://127.0.0.1:9000".into(),
+            ],
+            None,
+        );
         let allowed = |url: &str| broker.allowed(&reqwest::Url::parse(url).expect("test url"));
         assert!(allowed("https://api.vendor.example/sandboxes?x=1"));
         assert!(allowed("http://127.0.0.1:9000/v1"));

@@ -22,7 +22,13 @@ impl context::Host for CallState {
 impl log::Host for CallState {
     async fn emit(&mut self, severity: log::Level, event: String, fields: Vec<(String, String)>) {
         let capabilities = &self.capabilities;
-        crate::capability::log::emit(&capabilities.kind, capabilities.credential.as_deref(), severity, &event, &fields);
+        crate::capability::log::emit(
+            &capabilities.kind,
+            capabilities.credential.as_deref(),
+            severity,
+            &event,
+            &fields,
+        );
     }
 }
 
@@ -34,7 +40,10 @@ impl http::Host for CallState {
 
 impl CallState {
     fn docker(&self) -> Result<&crate::capability::docker::DockerBroker, docker::DockerError> {
-        self.capabilities.docker.as_ref().ok_or(docker::DockerError::Denied)
+        self.capabilities
+            .docker
+            .as_ref()
+            .ok_or(docker::DockerError::Denied)
     }
 }
 
@@ -45,43 +54,93 @@ impl docker::Host for CallState {
     async fn info(&mut self) -> Result<docker::EngineInfo, docker::DockerError> {
         self.docker()?.info(self.deadline).await
     }
-    async fn image_inspect(&mut self, image: String) -> Result<docker::ImageSummary, docker::DockerError> {
+    async fn image_inspect(
+        &mut self,
+        image: String,
+    ) -> Result<docker::ImageSummary, docker::DockerError> {
         self.docker()?.image_inspect(&image, self.deadline).await
     }
-    async fn container_inspect(&mut self, container: String) -> Result<docker::ContainerSummary, docker::DockerError> {
-        self.docker()?.container_inspect(&container, self.deadline).await
+    async fn container_inspect(
+        &mut self,
+        container: String,
+    ) -> Result<docker::ContainerSummary, docker::DockerError> {
+        self.docker()?
+            .container_inspect(&container, self.deadline)
+            .await
     }
-    async fn container_list(&mut self, labels: Vec<docker::Label>) -> Result<Vec<String>, docker::DockerError> {
+    async fn container_list(
+        &mut self,
+        labels: Vec<docker::Label>,
+    ) -> Result<Vec<String>, docker::DockerError> {
         self.docker()?.container_list(&labels, self.deadline).await
     }
-    async fn container_create(&mut self, spec: docker::ContainerSpec) -> Result<String, docker::DockerError> {
+    async fn container_create(
+        &mut self,
+        spec: docker::ContainerSpec,
+    ) -> Result<String, docker::DockerError> {
         self.docker()?.container_create(&spec, self.deadline).await
     }
     async fn container_start(&mut self, container: String) -> Result<(), docker::DockerError> {
-        self.docker()?.container_start(&container, self.deadline).await
+        self.docker()?
+            .container_start(&container, self.deadline)
+            .await
     }
-    async fn container_remove(&mut self, container: String, force: bool) -> Result<(), docker::DockerError> {
-        self.docker()?.container_remove(&container, force, self.deadline).await
+    async fn container_remove(
+        &mut self,
+        container: String,
+        force: bool,
+    ) -> Result<(), docker::DockerError> {
+        self.docker()?
+            .container_remove(&container, force, self.deadline)
+            .await
     }
-    async fn container_stats(&mut self, container: String) -> Result<docker::StatsReading, docker::DockerError> {
-        self.docker()?.container_stats(&container, self.deadline).await
+    async fn container_stats(
+        &mut self,
+        container: String,
+    ) -> Result<docker::StatsReading, docker::DockerError> {
+        self.docker()?
+            .container_stats(&container, self.deadline)
+            .await
     }
-    async fn volume_inspect(&mut self, volume: String) -> Result<docker::VolumeSummary, docker::DockerError> {
+    async fn volume_inspect(
+        &mut self,
+        volume: String,
+    ) -> Result<docker::VolumeSummary, docker::DockerError> {
         self.docker()?.volume_inspect(&volume, self.deadline).await
     }
-    async fn volume_list(&mut self, labels: Vec<docker::Label>) -> Result<Vec<String>, docker::DockerError> {
+    async fn volume_list(
+        &mut self,
+        labels: Vec<docker::Label>,
+    ) -> Result<Vec<String>, docker::DockerError> {
         self.docker()?.volume_list(&labels, self.deadline).await
     }
-    async fn volume_create(&mut self, volume: String, labels: Vec<docker::Label>) -> Result<docker::VolumeSummary, docker::DockerError> {
-        self.docker()?.volume_create(&volume, &labels, self.deadline).await
+    async fn volume_create(
+        &mut self,
+        volume: String,
+        labels: Vec<docker::Label>,
+    ) -> Result<docker::VolumeSummary, docker::DockerError> {
+        self.docker()?
+            .volume_create(&volume, &labels, self.deadline)
+            .await
     }
     async fn volume_remove(&mut self, volume: String) -> Result<(), docker::DockerError> {
         self.docker()?.volume_remove(&volume, self.deadline).await
     }
-    async fn archive_upload(&mut self, container: String, path: String, archive: Vec<u8>) -> Result<(), docker::DockerError> {
-        self.docker()?.archive_upload(&container, &path, archive, self.deadline).await
+    async fn archive_upload(
+        &mut self,
+        container: String,
+        path: String,
+        archive: Vec<u8>,
+    ) -> Result<(), docker::DockerError> {
+        self.docker()?
+            .archive_upload(&container, &path, archive, self.deadline)
+            .await
     }
-    async fn exec(&mut self, container: String, spec: docker::ExecSpec) -> Result<docker::ExecOutput, docker::DockerError> {
+    async fn exec(
+        &mut self,
+        container: String,
+        spec: docker::ExecSpec,
+    ) -> Result<docker::ExecOutput, docker::DockerError> {
         self.docker()?.exec(&container, spec, self.deadline).await
     }
 }

@@ -9,15 +9,31 @@ pub const MAX_FIELDS: usize = 16;
 pub const MAX_VALUE_CHARS: usize = 256;
 
 /// Writes one component event. `kind` names the provider kind.
-pub fn emit(kind: &str, credential: Option<&str>, level: Level, event: &str, fields: &[(String, String)]) {
-    let event = if crate::declaration::is_valid_reason(event) { event } else { "invalid_event_code" };
+pub fn emit(
+    kind: &str,
+    credential: Option<&str>,
+    level: Level,
+    event: &str,
+    fields: &[(String, String)],
+) {
+    let event = if crate::declaration::is_valid_reason(event) {
+        event
+    } else {
+        "invalid_event_code"
+    };
     let rendered: Vec<String> = fields
         .iter()
         .take(MAX_FIELDS)
         .map(|(key, value)| {
-            let key = if crate::declaration::is_valid_reason(key) { key.as_str() } else { "field" };
+            let key = if crate::declaration::is_valid_reason(key) {
+                key.as_str()
+            } else {
+                "field"
+            };
             let value = match credential {
-                Some(secret) if !secret.is_empty() && value.contains(secret) => "[redacted]".to_string(),
+                Some(secret) if !secret.is_empty() && value.contains(secret) => {
+                    "[redacted]".to_string()
+                }
                 _ => value.chars().take(MAX_VALUE_CHARS).collect(),
             };
             format!("{key}={value:?}")

@@ -4,8 +4,8 @@
 
 pub mod docker;
 pub mod http;
-pub mod log;
 mod linking;
+pub mod log;
 
 use std::sync::Arc;
 

@@ -12,17 +12,39 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub const INSTALLATION: &str = "inst-test";
 
+pub mod proxy;
+pub mod runtime_image;
+
+/// The Docker Engine the real-engine tests use, from `OAC_DOCKER_SOCKET`.
+/// Without one they print SKIPPED and pass, unless `OAC_REQUIRE_DOCKER=1`.
+pub fn engine_socket(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("OAC_DOCKER_SOCKET") {
+        Some(socket) => Some(PathBuf::from(socket)),
+        None if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: OAC_REQUIRE_DOCKER=1 but OAC_DOCKER_SOCKET is not set")
+        }
+        None => {
+            eprintln!(
+                "SKIPPED {test}: no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)"
+            );
+            None
+        }
+    }
+}
+
 /// Where `cargo xtask build-plugins` staged the components.
 pub fn plugin_dir() -> PathBuf {
-    std::env::var_os("OAC_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins")
-    })
+    std::env::var_os("OAC_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
 }
 
 /// One engine (and compile cache) for the whole test binary.
 pub fn runtime() -> Arc<Runtime> {
     static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new().expect("engine")).clone()
+    RUNTIME
+        .get_or_init(|| Runtime::new().expect("engine"))
+        .clone()
 }
 
 /// A registry row for the steerable test component.
@@ -32,7 +54,10 @@ pub fn steerable(kind: &str) -> Registration {
         mode: Mode::Nodes,
         component: "steerable.wasm".into(),
         digest: DigestSource::Staged,
-        grants: Grants { docker: true, http_origins: Vec::new() },
+        grants: Grants {
+            docker: true,
+            http_origins: Vec::new(),
+        },
         policy: Policy::default(),
         node_artifacts: Vec::new(),
         suspension: None,
@@ -41,13 +66,29 @@ pub fn steerable(kind: &str) -> Registration {
 
 /// A node binding steering the component with `configuration`.
 pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
-    NodeBinding { installation_id: INSTALLATION.into(), docker_socket: socket, configuration, credential: None }
+    NodeBinding {
+        installation_id: INSTALLATION.into(),
+        docker_socket: socket,
+        configuration,
+        credential: None,
+    }
 }
 
 /// Loads one kind.
-pub async fn load_one(registration: Registration, binding: NodeBinding, connect: Connect) -> Result<Host, HostError> {
+pub async fn load_one(
+    registration: Registration,
+    binding: NodeBinding,
+    connect: Connect,
+) -> Result<Host, HostError> {
     let bindings = BTreeMap::from([(registration.kind.clone(), binding)]);
-    Host::load(runtime(), &[registration], &plugin_dir(), &bindings, connect).await
+    Host::load(
+        runtime(),
+        &[registration],
+        &plugin_dir(),
+        &bindings,
+        connect,
+    )
+    .await
 }
 
 /// A fake Docker Engine on a Unix socket that answers `/version`, serves
@@ -73,23 +114,40 @@ impl FakeEngine {
             async move {
                 let path = request.uri().path().to_string();
                 let path = match path.strip_prefix("/v1.") {
-                    Some(rest) => rest.split_once('/').map(|(_, p)| format!("/{p}")).unwrap_or_default(),
+                    Some(rest) => rest
+                        .split_once('/')
+                        .map(|(_, p)| format!("/{p}"))
+                        .unwrap_or_default(),
                     None => path,
                 };
                 if path == "/version" {
                     let body = r#"{"Version":"26.1.5","ApiVersion":"1.45","MinAPIVersion":"1.24"}"#;
-                    return (StatusCode::OK, [("content-type", "application/json")], body.to_string()).into_response();
+                    return (
+                        StatusCode::OK,
+                        [("content-type", "application/json")],
+                        body.to_string(),
+                    )
+                        .into_response();
                 }
-                recorded.lock().expect("lock").push(format!("{} {}", request.method(), path));
+                recorded
+                    .lock()
+                    .expect("lock")
+                    .push(format!("{} {}", request.method(), path));
                 if request.method() == "GET" && path.starts_with("/volumes/") {
                     let name = path.trim_start_matches("/volumes/");
                     let body = format!(
                         r#"{{"Name":"{name}","Driver":"local","Mountpoint":"/x","Scope":"local","Options":{{}},"Labels":{{"io.oac.installation":"someone-else"}}}}"#
                     );
-                    return (StatusCode::OK, [("content-type", "application/json")], body).into_response();
+                    return (StatusCode::OK, [("content-type", "application/json")], body)
+                        .into_response();
                 }
                 let body = r#"{"message":"native engine text that must never leak"}"#;
-                (StatusCode::INTERNAL_SERVER_ERROR, [("content-type", "application/json")], body.to_string()).into_response()
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    [("content-type", "application/json")],
+                    body.to_string(),
+                )
+                    .into_response()
             }
         };
         let router = axum::Router::new().fallback(handler);
@@ -97,7 +155,11 @@ impl FakeEngine {
         tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        Self { socket, requests, _dir: dir }
+        Self {
+            socket,
+            requests,
+            _dir: dir,
+        }
     }
 
     pub fn recorded(&self) -> Vec<String> {

@@ -39,7 +39,11 @@ fn header(path: &str, mode: u32, size: u64, directory: bool) -> tar::Header {
     header.set_gid(RUNTIME_UID);
     header.set_size(size);
     header.set_mtime(0);
-    header.set_entry_type(if directory { tar::EntryType::Directory } else { tar::EntryType::Regular });
+    header.set_entry_type(if directory {
+        tar::EntryType::Directory
+    } else {
+        tar::EntryType::Regular
+    });
     header.set_cksum();
     header
 }
@@ -57,12 +61,18 @@ fn archive(entries: &[(&str, u32, Option<&[u8]>)]) -> Vec<u8> {
 
 /// Archive for /home: `runtime/` (0700) and the bootstrap file (0600).
 pub fn home_archive(record: &[u8]) -> Vec<u8> {
-    archive(&[(BOOTSTRAP_DIR, 0o700, None), (BOOTSTRAP_FILE, 0o600, Some(record))])
+    archive(&[
+        (BOOTSTRAP_DIR, 0o700, None),
+        (BOOTSTRAP_FILE, 0o600, Some(record)),
+    ])
 }
 
 /// Archive for /environment: its four directories (0755).
 pub fn environment_archive() -> Vec<u8> {
-    let entries: Vec<(&str, u32, Option<&[u8]>)> = ENVIRONMENT_DIRS.iter().map(|dir| (*dir, 0o755, None)).collect();
+    let entries: Vec<(&str, u32, Option<&[u8]>)> = ENVIRONMENT_DIRS
+        .iter()
+        .map(|dir| (*dir, 0o755, None))
+        .collect();
     archive(&entries)
 }
 
@@ -90,6 +100,14 @@ mod tests {
             ));
         }
         assert_eq!(seen[0], ("runtime".into(), 0o700, 1000, vec![]));
-        assert_eq!(seen[1], ("runtime/runtime-bootstrap.json".into(), 0o600, 1000, record.to_vec()));
+        assert_eq!(
+            seen[1],
+            (
+                "runtime/runtime-bootstrap.json".into(),
+                0o600,
+                1000,
+                record.to_vec()
+            )
+        );
     }
 }

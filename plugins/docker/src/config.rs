@@ -35,8 +35,12 @@ pub struct NodeConfiguration {
 }
 
 fn is_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 impl NodeConfiguration {
@@ -49,15 +53,29 @@ impl NodeConfiguration {
 
     fn check(&self) -> Result<(), Error> {
         let image_ok = is_digest(&self.image)
-            || self.image.rsplit_once('@').is_some_and(|(name, digest)| !name.is_empty() && is_digest(digest));
-        let network_ok = !self.network.is_empty() && self.network != "host" && !self.network.starts_with("container:");
-        let hosts_ok = self.extra_hosts.iter().all(|entry| entry.split_once(':').is_some_and(|(n, a)| !n.is_empty() && !a.is_empty()));
-        let profile_ok = serde_json::from_str::<serde_json::Value>(&self.seccomp_profile).is_ok_and(|v| v.is_object());
+            || self
+                .image
+                .rsplit_once('@')
+                .is_some_and(|(name, digest)| !name.is_empty() && is_digest(digest));
+        let network_ok = !self.network.is_empty()
+            && self.network != "host"
+            && !self.network.starts_with("container:");
+        let hosts_ok = self.extra_hosts.iter().all(|entry| {
+            entry
+                .split_once(':')
+                .is_some_and(|(n, a)| !n.is_empty() && !a.is_empty())
+        });
+        let profile_ok = serde_json::from_str::<serde_json::Value>(&self.seccomp_profile)
+            .is_ok_and(|v| v.is_object());
         let resources_ok = self.resources.cpus.is_finite()
             && self.resources.cpus > 0.0
             && self.resources.cpus <= 1024.0
             && (16..=1 << 24).contains(&self.resources.memory_mib);
-        if image_ok && network_ok && hosts_ok && profile_ok && resources_ok { Ok(()) } else { Err(Error::Invalid) }
+        if image_ok && network_ok && hosts_ok && profile_ok && resources_ok {
+            Ok(())
+        } else {
+            Err(Error::Invalid)
+        }
     }
 
     /// CPU quota in 10^-9 CPUs.
@@ -107,7 +125,11 @@ mod tests {
         for (index, change) in spoil.iter().enumerate() {
             let mut value = valid();
             change(&mut value);
-            assert_eq!(NodeConfiguration::parse(&value.to_string()), Err(Error::Invalid), "case {index}");
+            assert_eq!(
+                NodeConfiguration::parse(&value.to_string()),
+                Err(Error::Invalid),
+                "case {index}"
+            );
         }
     }
 }

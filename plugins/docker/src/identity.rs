@@ -23,7 +23,12 @@ impl Identity {
     /// Derives the names from installation + tenant + environment + allocation.
     pub fn of(installation: &str, allocation: &Reference) -> Self {
         let mut hash = Sha256::new();
-        for part in [installation, &allocation.tenant_id, &allocation.environment_id, &allocation.allocation_id] {
+        for part in [
+            installation,
+            &allocation.tenant_id,
+            &allocation.environment_id,
+            &allocation.allocation_id,
+        ] {
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part.as_bytes());
         }
@@ -43,15 +48,25 @@ mod tests {
     use super::*;
 
     fn reference(tenant: &str, environment: &str, allocation: &str) -> Reference {
-        Reference { tenant_id: tenant.into(), environment_id: environment.into(), allocation_id: allocation.into() }
+        Reference {
+            tenant_id: tenant.into(),
+            environment_id: environment.into(),
+            allocation_id: allocation.into(),
+        }
     }
 
     #[test]
     fn names_depend_on_every_part_and_cannot_be_shifted() {
         let base = Identity::of("inst", &reference("t", "e", "a"));
         assert_eq!(base, Identity::of("inst", &reference("t", "e", "a")));
-        assert_ne!(base.container, Identity::of("other", &reference("t", "e", "a")).container);
-        assert_ne!(base.container, Identity::of("inst", &reference("t", "e", "b")).container);
+        assert_ne!(
+            base.container,
+            Identity::of("other", &reference("t", "e", "a")).container
+        );
+        assert_ne!(
+            base.container,
+            Identity::of("inst", &reference("t", "e", "b")).container
+        );
         assert_ne!(
             Identity::of("inst", &reference("ab", "c", "a")).container,
             Identity::of("inst", &reference("a", "bc", "a")).container

@@ -10,17 +10,24 @@ mod spec;
 
 use config::NodeConfiguration;
 use identity::Identity;
-use oac_provider_sdk::capability::docker::{ContainerStatus, ContainerSummary, DockerError, ExecSpec};
+use oac_provider_sdk::capability::docker::{
+    ContainerStatus, ContainerSummary, DockerError, ExecSpec,
+};
 use oac_provider_sdk::prelude::*;
 
 struct DockerProvider;
 
 const NO_CHECKPOINT: &str = "docker_does_not_support_checkpoints";
-const NO_BATCH: Unsupported = Unsupported::new("observe-batch", "docker_observes_one_allocation_at_a_time");
-const NO_SELECTION: Unsupported = Unsupported::new("discover-selection", "node_configuration_has_no_catalog");
+const NO_BATCH: Unsupported =
+    Unsupported::new("observe-batch", "docker_observes_one_allocation_at_a_time");
+const NO_SELECTION: Unsupported =
+    Unsupported::new("discover-selection", "node_configuration_has_no_catalog");
 const NO_VERIFY: Unsupported = Unsupported::new("verify-credential", "credentials_not_required");
 const NO_CREDENTIAL: Unsupported = Unsupported::new("with-credential", "credentials_not_required");
-const NO_DISCOVERY: Unsupported = Unsupported::new("discover-configuration", "node_configuration_has_no_catalog");
+const NO_DISCOVERY: Unsupported = Unsupported::new(
+    "discover-configuration",
+    "node_configuration_has_no_catalog",
+);
 
 /// Everything one call needs: the node configuration and the allocation's names.
 struct Call {
@@ -33,7 +40,11 @@ impl Call {
     fn new(allocation: &Reference) -> Result<Self, Error> {
         let configuration = NodeConfiguration::parse(&context::configuration())?;
         let installation = context::installation_id();
-        Ok(Call { identity: Identity::of(&installation, allocation), configuration, installation })
+        Ok(Call {
+            identity: Identity::of(&installation, allocation),
+            configuration,
+            installation,
+        })
     }
 
     fn owns(&self, labels: &[(String, String)], allocation: &Reference) -> bool {
@@ -51,7 +62,10 @@ fn unconfirmed(_: DockerError) -> Error {
     Error::ComputeUnconfirmed
 }
 
-fn observe_container(call: &Call, allocation: &Reference) -> Result<Found<ContainerSummary>, Error> {
+fn observe_container(
+    call: &Call,
+    allocation: &Reference,
+) -> Result<Found<ContainerSummary>, Error> {
     match docker::container_inspect(&call.identity.container) {
         Ok(found) if call.owns(&found.labels, allocation) => Ok(Found::Owned(found)),
         Ok(_) => Err(Error::Ownership),
@@ -72,13 +86,21 @@ fn observe_volume(call: &Call, allocation: &Reference, volume: &str) -> Result<F
 /// True when the container runs exactly the configured image and limits.
 fn matches_configuration(call: &Call, container: &ContainerSummary) -> bool {
     let configured = &call.configuration.image;
-    let image_ok = if configured.starts_with("sha256:") { container.image_id == *configured } else { container.image == *configured };
-    image_ok && container.nano_cpus == call.configuration.nano_cpus() && container.memory_bytes == call.configuration.memory_bytes()
+    let image_ok = if configured.starts_with("sha256:") {
+        container.image_id == *configured
+    } else {
+        container.image == *configured
+    };
+    image_ok
+        && container.nano_cpus == call.configuration.nano_cpus()
+        && container.memory_bytes == call.configuration.memory_bytes()
 }
 
 fn info_of(call: &Call, allocation: Reference, container: &ContainerSummary) -> Info {
     let state = match container.status {
-        ContainerStatus::Running | ContainerStatus::Paused | ContainerStatus::Restarting => LifecycleState::Running,
+        ContainerStatus::Running | ContainerStatus::Paused | ContainerStatus::Restarting => {
+            LifecycleState::Running
+        }
         ContainerStatus::Created => LifecycleState::Pending,
         _ => LifecycleState::Stopped,
     };
@@ -86,14 +108,21 @@ fn info_of(call: &Call, allocation: Reference, container: &ContainerSummary) -> 
         reference: allocation,
         provider_id: Some(container.id.clone()),
         // Drift in image or limits blocks readiness; it never triggers cleanup.
-        bootstrap_complete: container.status == ContainerStatus::Running && matches_configuration(call, container),
+        bootstrap_complete: container.status == ContainerStatus::Running
+            && matches_configuration(call, container),
         state,
         create_settled: true,
     }
 }
 
 fn absent(allocation: Reference) -> Info {
-    Info { reference: allocation, provider_id: None, state: LifecycleState::Absent, bootstrap_complete: false, create_settled: true }
+    Info {
+        reference: allocation,
+        provider_id: None,
+        state: LifecycleState::Absent,
+        bootstrap_complete: false,
+        create_settled: true,
+    }
 }
 
 fn create(request: Bootstrap) -> Result<Info, Failure> {
@@ -101,7 +130,10 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
     let call = Call::new(&allocation)?;
     let identity = &call.identity;
     if let Found::Owned(existing) = observe_container(&call, &allocation)? {
-        return Err(Failure { error: Error::Exists, info: Some(info_of(&call, allocation, &existing)) });
+        return Err(Failure {
+            error: Error::Exists,
+            info: Some(info_of(&call, allocation, &existing)),
+        });
     }
     for volume in [&identity.home, &identity.environment] {
         if let Found::Owned(()) = observe_volume(&call, &allocation, volume)? {
@@ -115,10 +147,11 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
             other => unconfirmed(other),
         })?;
     }
-    let id = docker::container_create(&spec::container_spec(identity, &call.configuration)).map_err(|error| match error {
-        DockerError::Conflict => Error::Exists,
-        other => unconfirmed(other),
-    })?;
+    let id = docker::container_create(&spec::container_spec(identity, &call.configuration))
+        .map_err(|error| match error {
+            DockerError::Conflict => Error::Exists,
+            other => unconfirmed(other),
+        })?;
     let created = docker::container_inspect(&identity.container).map_err(unconfirmed)?;
     let pending = Info {
         reference: allocation.clone(),
@@ -129,13 +162,30 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
     };
     if created.id != id || !matches_configuration(&call, &created) {
         // Settled: the container exists but is not what was asked for.
-        return Err(Failure { error: Error::Invalid, info: Some(pending) });
+        return Err(Failure {
+            error: Error::Invalid,
+            info: Some(pending),
+        });
     }
     let record = archive::bootstrap_record(&request);
-    docker::archive_upload(&identity.container, "/home", &archive::home_archive(&record)).map_err(unconfirmed)?;
-    docker::archive_upload(&identity.container, "/environment", &archive::environment_archive()).map_err(unconfirmed)?;
+    docker::archive_upload(
+        &identity.container,
+        "/home",
+        &archive::home_archive(&record),
+    )
+    .map_err(unconfirmed)?;
+    docker::archive_upload(
+        &identity.container,
+        "/environment",
+        &archive::environment_archive(),
+    )
+    .map_err(unconfirmed)?;
     docker::container_start(&identity.container).map_err(unconfirmed)?;
-    Ok(Info { state: LifecycleState::Running, bootstrap_complete: true, ..pending })
+    Ok(Info {
+        state: LifecycleState::Running,
+        bootstrap_complete: true,
+        ..pending
+    })
 }
 
 fn get_info(allocation: Reference) -> Result<Info, Error> {
@@ -169,9 +219,19 @@ fn kill(allocation: Reference) -> Result<Info, Failure> {
     }
     // Confirm: all three must now be absent.
     let gone = matches!(observe_container(&call, &allocation)?, Found::Absent)
-        && matches!(observe_volume(&call, &allocation, &identity.home)?, Found::Absent)
-        && matches!(observe_volume(&call, &allocation, &identity.environment)?, Found::Absent);
-    if gone { Ok(absent(allocation)) } else { Err(Error::ComputeUnconfirmed.into()) }
+        && matches!(
+            observe_volume(&call, &allocation, &identity.home)?,
+            Found::Absent
+        )
+        && matches!(
+            observe_volume(&call, &allocation, &identity.environment)?,
+            Found::Absent
+        );
+    if gone {
+        Ok(absent(allocation))
+    } else {
+        Err(Error::ComputeUnconfirmed.into())
+    }
 }
 
 fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
@@ -186,7 +246,11 @@ fn run_command(allocation: Reference, request: Command) -> Result<CommandResult,
     let spec = ExecSpec {
         args: request.args,
         user: Some(spec::RUNTIME_USER.into()),
-        working_dir: Some(request.directory.unwrap_or_else(|| spec::WORKING_DIR.into())),
+        working_dir: Some(
+            request
+                .directory
+                .unwrap_or_else(|| spec::WORKING_DIR.into()),
+        ),
         stdin: request.stdin,
         output_limit_bytes: oac_provider_sdk::bounds::MAX_OUTPUT_BYTES,
     };
@@ -197,7 +261,11 @@ fn run_command(allocation: Reference, request: Command) -> Result<CommandResult,
         _ => Error::CommandUnconfirmed,
     })?;
     match output.exit_code {
-        Some(exit_code) if !output.overflowed => Ok(CommandResult { stdout: output.stdout, stderr: output.stderr, exit_code }),
+        Some(exit_code) if !output.overflowed => Ok(CommandResult {
+            stdout: output.stdout,
+            stderr: output.stderr,
+            exit_code,
+        }),
         _ => Err(Error::CommandUnconfirmed),
     }
 }
@@ -210,13 +278,18 @@ fn observe(of: Target) -> Result<Sample, Error> {
         Err(Error::ComputeUnconfirmed) => return Err(Error::ObservationUnavailable),
         Err(other) => return Err(other),
     };
-    if of.provider_id.as_ref().is_some_and(|id| *id != container.id) {
+    if of
+        .provider_id
+        .as_ref()
+        .is_some_and(|id| *id != container.id)
+    {
         return Err(Error::NotFound);
     }
     if container.status != ContainerStatus::Running {
         return Err(Error::RuntimeNotRunning);
     }
-    let stats = docker::container_stats(&call.identity.container).map_err(|_| Error::ObservationUnavailable)?;
+    let stats = docker::container_stats(&call.identity.container)
+        .map_err(|_| Error::ObservationUnavailable)?;
     Ok(Sample {
         cpu_seconds: stats.cpu_total_ns as f64 / 1e9,
         memory_bytes: stats.memory_usage_bytes,
@@ -246,7 +319,10 @@ impl SandboxProvider for DockerProvider {
 }
 
 fn no_checkpoint(operation: &str) -> Error {
-    Error::Unsupported(UnsupportedOperation { operation: operation.into(), reason: NO_CHECKPOINT.into() })
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.into(),
+        reason: NO_CHECKPOINT.into(),
+    })
 }
 
 impl CheckpointProvider for DockerProvider {
@@ -313,7 +389,10 @@ fn empty_object(text: &str) -> Result<String, Error> {
 
 impl ConfigurationAdapter for DockerProvider {
     fn requirements() -> ConfigurationRequirements {
-        ConfigurationRequirements { credential: Requirement::NotRequired, public_origin: Requirement::NotRequired }
+        ConfigurationRequirements {
+            credential: Requirement::NotRequired,
+            public_origin: Requirement::NotRequired,
+        }
     }
     fn decode_input(input: String) -> Result<String, Error> {
         empty_object(&input)
@@ -347,10 +426,24 @@ impl Declarations for DockerProvider {
         let mut all = supported(&REQUIRED_OPERATIONS);
         all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
         all.extend(supported(&["observe"]));
-        for decision in [NO_BATCH, NO_SELECTION, NO_VERIFY, NO_CREDENTIAL, NO_DISCOVERY] {
+        for decision in [
+            NO_BATCH,
+            NO_SELECTION,
+            NO_VERIFY,
+            NO_CREDENTIAL,
+            NO_DISCOVERY,
+        ] {
             all.push(decision.declaration());
         }
-        all.extend(supported(&["requirements", "decode-input", "encode", "decode", "normalize", "resolve-change", "equal"]));
+        all.extend(supported(&[
+            "requirements",
+            "decode-input",
+            "encode",
+            "decode",
+            "normalize",
+            "resolve-change",
+            "equal",
+        ]));
         all
     }
 }

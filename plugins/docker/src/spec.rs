@@ -18,7 +18,16 @@ pub const NESTED_MASKED_PATHS: [&str; 2] = ["/sys/firmware", "/sys/devices/virtu
 
 /// The command that starts the Runtime daemon.
 pub fn daemon_command() -> Vec<String> {
-    ["oac-daemon", "connect", "--profile", "default", "--bootstrap-file", BOOTSTRAP_PATH].map(String::from).to_vec()
+    [
+        "oac-daemon",
+        "connect",
+        "--profile",
+        "default",
+        "--bootstrap-file",
+        BOOTSTRAP_PATH,
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// The container spec for `identity` under `configuration`.
@@ -40,11 +49,18 @@ pub fn container_spec(identity: &Identity, configuration: &NodeConfiguration) ->
     spec.nano_cpus = configuration.nano_cpus();
     spec.memory_bytes = configuration.memory_bytes();
     spec.pids_limit = PIDS_LIMIT;
-    spec.tmpfs = vec![TmpfsMount { target: "/tmp".into(), size_bytes: TMP_BYTES, mode: 0o1777 }];
+    spec.tmpfs = vec![TmpfsMount {
+        target: "/tmp".into(),
+        size_bytes: TMP_BYTES,
+        mode: 0o1777,
+    }];
     spec.mounts = vec![
         Mount::volume(identity.home.clone(), "/home"),
         Mount::volume(identity.environment.clone(), "/environment"),
-        Mount { subpath: Some("workspace".into()), ..Mount::volume(identity.environment.clone(), "/workspace") },
+        Mount {
+            subpath: Some("workspace".into()),
+            ..Mount::volume(identity.environment.clone(), "/workspace")
+        },
     ];
     if configuration.nested_sandbox {
         spec.masked_paths = Some(NESTED_MASKED_PATHS.map(String::from).to_vec());

@@ -12,14 +12,24 @@ const NO_BATCH: Unsupported = Unsupported::new("observe-batch", "minimal_has_no_
 const NO_SELECTION: Unsupported = Unsupported::new("discover-selection", "minimal_has_no_catalog");
 const NO_VERIFY: Unsupported = Unsupported::new("verify-credential", "credentials_not_required");
 const NO_CREDENTIAL: Unsupported = Unsupported::new("with-credential", "credentials_not_required");
-const NO_DISCOVERY: Unsupported = Unsupported::new("discover-configuration", "minimal_has_no_catalog");
+const NO_DISCOVERY: Unsupported =
+    Unsupported::new("discover-configuration", "minimal_has_no_catalog");
 
 fn unsupported_checkpoint(operation: &str) -> Error {
-    Error::Unsupported(UnsupportedOperation { operation: operation.into(), reason: "minimal_has_no_checkpoints".into() })
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.into(),
+        reason: "minimal_has_no_checkpoints".into(),
+    })
 }
 
 fn absent(allocation: Reference) -> Info {
-    Info { reference: allocation, provider_id: None, state: LifecycleState::Absent, bootstrap_complete: false, create_settled: true }
+    Info {
+        reference: allocation,
+        provider_id: None,
+        state: LifecycleState::Absent,
+        bootstrap_complete: false,
+        create_settled: true,
+    }
 }
 
 impl SandboxProvider for Minimal {
@@ -97,10 +107,17 @@ impl CredentialVerifier for Minimal {
 
 impl ConfigurationAdapter for Minimal {
     fn requirements() -> ConfigurationRequirements {
-        ConfigurationRequirements { credential: Requirement::NotRequired, public_origin: Requirement::NotRequired }
+        ConfigurationRequirements {
+            credential: Requirement::NotRequired,
+            public_origin: Requirement::NotRequired,
+        }
     }
     fn decode_input(input: String) -> Result<String, Error> {
-        if input.trim() == "{}" { Ok("{}".into()) } else { Err(Error::Invalid) }
+        if input.trim() == "{}" {
+            Ok("{}".into())
+        } else {
+            Err(Error::Invalid)
+        }
     }
     fn encode(configuration: String) -> Result<String, Error> {
         Self::decode_input(configuration)
@@ -128,12 +145,28 @@ impl ConfigurationAdapter for Minimal {
 impl Declarations for Minimal {
     fn operations() -> Vec<OperationDeclaration> {
         let mut all = supported(&REQUIRED_OPERATIONS);
-        all.extend(unsupported(&CHECKPOINT_OPERATIONS, "minimal_has_no_checkpoints"));
-        for decision in [NO_OBSERVE, NO_BATCH, NO_SELECTION, NO_VERIFY, NO_CREDENTIAL, NO_DISCOVERY] {
+        all.extend(unsupported(
+            &CHECKPOINT_OPERATIONS,
+            "minimal_has_no_checkpoints",
+        ));
+        for decision in [
+            NO_OBSERVE,
+            NO_BATCH,
+            NO_SELECTION,
+            NO_VERIFY,
+            NO_CREDENTIAL,
+            NO_DISCOVERY,
+        ] {
             all.push(decision.declaration());
         }
         let configured = ["with-credential", "discover-configuration"];
-        all.extend(supported(&CONFIGURATION_OPERATIONS.iter().copied().filter(|op| !configured.contains(op)).collect::<Vec<_>>()));
+        all.extend(supported(
+            &CONFIGURATION_OPERATIONS
+                .iter()
+                .copied()
+                .filter(|op| !configured.contains(op))
+                .collect::<Vec<_>>(),
+        ));
         all
     }
 }

@@ -27,8 +27,15 @@ const NO_CHECKPOINT: &str = "steerable_has_no_checkpoints";
 const NO_OBSERVATION: &str = "steerable_has_no_observation";
 
 fn reasoned(operation: &str) -> Error {
-    let reason = if CHECKPOINT_OPERATIONS.contains(&operation) { NO_CHECKPOINT } else { NO_OBSERVATION };
-    Error::Unsupported(UnsupportedOperation { operation: operation.into(), reason: reason.into() })
+    let reason = if CHECKPOINT_OPERATIONS.contains(&operation) {
+        NO_CHECKPOINT
+    } else {
+        NO_OBSERVATION
+    };
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.into(),
+        reason: reason.into(),
+    })
 }
 
 fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
@@ -39,7 +46,9 @@ fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
         all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
     }
     all.extend(unsupported(&OPTIONAL_OPERATIONS, NO_OBSERVATION));
-    all.extend(supported(&oac_provider_sdk::declaration::CONFIGURATION_OPERATIONS));
+    all.extend(supported(
+        &oac_provider_sdk::declaration::CONFIGURATION_OPERATIONS,
+    ));
     all
 }
 
@@ -57,16 +66,28 @@ impl Declarations for Steerable {
             "missing-op" => all.retain(|entry| entry.operation != "kill-compute"),
             "unknown-op" => all.extend(supported(&["teleport"])),
             "duplicate" => all.extend(supported(&["get-info"])),
-            "required-unsupported" => set(&mut all, "renew", Support::Unsupported("no_renew".into())),
-            "infallible-unsupported" => {
-                set(&mut all, "requirements", Support::Unsupported("no_requirements".into()))
+            "required-unsupported" => {
+                set(&mut all, "renew", Support::Unsupported("no_renew".into()))
             }
+            "infallible-unsupported" => set(
+                &mut all,
+                "requirements",
+                Support::Unsupported("no_requirements".into()),
+            ),
             "partial-checkpoint" => {
                 all = valid_declaration(true);
-                set(&mut all, "suspend", Support::Unsupported(NO_CHECKPOINT.into()));
+                set(
+                    &mut all,
+                    "suspend",
+                    Support::Unsupported(NO_CHECKPOINT.into()),
+                );
             }
             "batch-without-observe" => set(&mut all, "observe-batch", Support::Supported),
-            "invalid-reason" => set(&mut all, "observe", Support::Unsupported("Not Valid".into())),
+            "invalid-reason" => set(
+                &mut all,
+                "observe",
+                Support::Unsupported("Not Valid".into()),
+            ),
             "loop" => spin_forever(),
             _ => {}
         }
@@ -110,7 +131,10 @@ fn owned_spec(allocation: &Reference) -> docker::ContainerSpec {
 
 fn act(allocation: Reference) -> Result<Info, Error> {
     let steering = steering();
-    let volume = steering.volume.clone().unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
+    let volume = steering
+        .volume
+        .clone()
+        .unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
     let mut spec = owned_spec(&allocation);
     match steering.action.as_str() {
         "" | "none" => return Ok(info(allocation, None)),
@@ -134,8 +158,11 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             return Ok(info(allocation, None));
         }
         "volume-create" => {
-            let created = docker::volume_create(&volume, &labels::ownership(&context::installation_id(), &allocation))
-                .map_err(from_docker)?;
+            let created = docker::volume_create(
+                &volume,
+                &labels::ownership(&context::installation_id(), &allocation),
+            )
+            .map_err(from_docker)?;
             return Ok(info(allocation, Some(created.name)));
         }
         "volume-inspect" => {
@@ -159,7 +186,10 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             kind: docker::MountKind::Bind,
             ..docker::Mount::volume("/etc", "/host-etc")
         }),
-        "docker-socket" => spec.mounts.push(docker::Mount::volume("/var/run/docker.sock", "/var/run/docker.sock")),
+        "docker-socket" => spec.mounts.push(docker::Mount::volume(
+            "/var/run/docker.sock",
+            "/var/run/docker.sock",
+        )),
         "privileged" => spec.privileged = true,
         "cap-add" => spec.cap_add.push("SYS_ADMIN".into()),
         "device" => spec.devices.push("/dev/kmsg".into()),
@@ -167,17 +197,25 @@ fn act(allocation: Reference) -> Result<Info, Error> {
         "host-pid" => spec.pid_mode = Some("host".into()),
         "foreign-label-create" => spec.labels = labels::ownership("someone-else", &allocation),
         "container-create" => {}
-        "mount-volume" => spec.mounts.push(docker::Mount::volume(volume.clone(), "/data")),
+        "mount-volume" => spec
+            .mounts
+            .push(docker::Mount::volume(volume.clone(), "/data")),
         "http-get" => {
             let url = steering.url.clone().unwrap_or_default();
-            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(|error| match error {
-                http::HttpError::Denied => Error::Invalid,
-                _ => Error::ComputeUnconfirmed,
-            })?;
+            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(
+                |error| match error {
+                    http::HttpError::Denied => Error::Invalid,
+                    _ => Error::ComputeUnconfirmed,
+                },
+            )?;
             return Ok(info(allocation, Some(response.status.to_string())));
         }
         "log" => {
-            log::emit(log::Level::Info, "steerable_event", &[("allocation".into(), allocation.allocation_id.clone())]);
+            log::emit(
+                log::Level::Info,
+                "steerable_event",
+                &[("allocation".into(), allocation.allocation_id.clone())],
+            );
             return Ok(info(allocation, None));
         }
         _ => return Err(Error::Invalid),
@@ -197,10 +235,17 @@ impl SandboxProvider for Steerable {
         Ok(info(allocation, None))
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        Ok(Info { state: LifecycleState::Absent, ..info(allocation, None) })
+        Ok(Info {
+            state: LifecycleState::Absent,
+            ..info(allocation, None)
+        })
     }
     fn run_command(_allocation: Reference, request: Command) -> Result<CommandResult, Error> {
-        Ok(CommandResult { stdout: request.stdin.unwrap_or_default(), stderr: Vec::new(), exit_code: 0 })
+        Ok(CommandResult {
+            stdout: request.stdin.unwrap_or_default(),
+            stderr: Vec::new(),
+            exit_code: 0,
+        })
     }
 }
 
@@ -220,7 +265,10 @@ impl CheckpointProvider for Steerable {
     fn resume(_request: ResumeRequest) -> Result<Compute, Error> {
         Err(reasoned("resume"))
     }
-    fn resume_compute(_allocation: Reference, _incarnation: Compute) -> Result<ComputeState, Error> {
+    fn resume_compute(
+        _allocation: Reference,
+        _incarnation: Compute,
+    ) -> Result<ComputeState, Error> {
         Err(reasoned("resume-compute"))
     }
     fn kill_compute(_allocation: Reference, _incarnation: Compute) -> Result<(), Error> {
@@ -229,7 +277,11 @@ impl CheckpointProvider for Steerable {
     fn delete_snapshot(_allocation: Reference, _snapshot: SnapshotIdentity) -> Result<(), Error> {
         Err(reasoned("delete-snapshot"))
     }
-    fn run_command_compute(_allocation: Reference, _incarnation: Compute, _request: Command) -> Result<CommandResult, Error> {
+    fn run_command_compute(
+        _allocation: Reference,
+        _incarnation: Compute,
+        _request: Command,
+    ) -> Result<CommandResult, Error> {
         Err(reasoned("run-command-compute"))
     }
 }
@@ -260,7 +312,10 @@ impl CredentialVerifier for Steerable {
 
 impl ConfigurationAdapter for Steerable {
     fn requirements() -> ConfigurationRequirements {
-        ConfigurationRequirements { credential: Requirement::NotRequired, public_origin: Requirement::NotRequired }
+        ConfigurationRequirements {
+            credential: Requirement::NotRequired,
+            public_origin: Requirement::NotRequired,
+        }
     }
     fn decode_input(input: String) -> Result<String, Error> {
         Ok(input)

@@ -51,7 +51,9 @@ pub(crate) fn is_resource_name(name: &str) -> bool {
     bytes.len() >= 2
         && bytes.len() <= 255
         && bytes[0].is_ascii_alphanumeric()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 fn is_container_path(path: &str) -> bool {
@@ -63,14 +65,18 @@ fn mentions_docker_socket(text: &str) -> bool {
 }
 
 fn shares_namespace(mode: &Option<String>) -> bool {
-    mode.as_deref().is_some_and(|mode| mode == "host" || mode.starts_with("container:"))
+    mode.as_deref()
+        .is_some_and(|mode| mode == "host" || mode.starts_with("container:"))
 }
 
 fn disables_confinement(option: &str) -> bool {
     let normalized = option.replace(':', "=").to_ascii_lowercase();
     matches!(
         normalized.as_str(),
-        "seccomp=unconfined" | "label=disable" | "no-new-privileges=false" | "systempaths=unconfined"
+        "seccomp=unconfined"
+            | "label=disable"
+            | "no-new-privileges=false"
+            | "systempaths=unconfined"
     )
 }
 
@@ -98,25 +104,37 @@ pub fn check(spec: &ContainerSpec) -> Result<(), Violation> {
         if !is_resource_name(&mount.source) {
             return Err(Violation::MountSource);
         }
-        let subpath_ok = mount
-            .subpath
-            .as_deref()
-            .is_none_or(|sub| !sub.is_empty() && !sub.starts_with('/') && !sub.split('/').any(|part| part == ".."));
+        let subpath_ok = mount.subpath.as_deref().is_none_or(|sub| {
+            !sub.is_empty() && !sub.starts_with('/') && !sub.split('/').any(|part| part == "..")
+        });
         if !is_container_path(&mount.target) || !subpath_ok {
             return Err(Violation::MountTarget);
         }
     }
-    if spec.tmpfs.iter().any(|tmpfs| !is_container_path(&tmpfs.target)) {
+    if spec
+        .tmpfs
+        .iter()
+        .any(|tmpfs| !is_container_path(&tmpfs.target))
+    {
         return Err(Violation::MountTarget);
     }
-    if shares_namespace(&spec.network_mode) || shares_namespace(&spec.pid_mode) || shares_namespace(&spec.ipc_mode) {
+    if shares_namespace(&spec.network_mode)
+        || shares_namespace(&spec.pid_mode)
+        || shares_namespace(&spec.ipc_mode)
+    {
         return Err(Violation::SharedNamespace);
     }
-    if spec.security_opt.iter().any(|option| disables_confinement(option)) {
+    if spec
+        .security_opt
+        .iter()
+        .any(|option| disables_confinement(option))
+    {
         return Err(Violation::SecurityOption);
     }
     if let Some(masked) = &spec.masked_paths
-        && !ALWAYS_MASKED.iter().all(|path| masked.iter().any(|m| m == path))
+        && !ALWAYS_MASKED
+            .iter()
+            .all(|path| masked.iter().any(|m| m == path))
     {
         return Err(Violation::Unmasked);
     }
@@ -150,8 +168,15 @@ mod tests {
             nano_cpus: 1_000_000_000,
             memory_bytes: 1 << 30,
             pids_limit: 128,
-            tmpfs: vec![TmpfsMount { target: "/tmp".into(), size_bytes: 128 << 20, mode: 0o1777 }],
-            mounts: vec![volume("oac-abc-home", "/home", None), volume("oac-abc-environment", "/workspace", Some("workspace"))],
+            tmpfs: vec![TmpfsMount {
+                target: "/tmp".into(),
+                size_bytes: 128 << 20,
+                mode: 0o1777,
+            }],
+            mounts: vec![
+                volume("oac-abc-home", "/home", None),
+                volume("oac-abc-environment", "/workspace", Some("workspace")),
+            ],
             masked_paths: None,
             readonly_paths: None,
             init: false,
@@ -159,7 +184,13 @@ mod tests {
     }
 
     fn volume(source: &str, target: &str, subpath: Option<&str>) -> Mount {
-        Mount { kind: MountKind::Volume, source: source.into(), target: target.into(), read_only: false, subpath: subpath.map(Into::into) }
+        Mount {
+            kind: MountKind::Volume,
+            source: source.into(),
+            target: target.into(),
+            read_only: false,
+            subpath: subpath.map(Into::into),
+        }
     }
 
     #[test]
@@ -171,23 +202,74 @@ mod tests {
     fn each_escape_is_refused() {
         let cases: Vec<(Box<dyn Fn(&mut ContainerSpec)>, Violation)> = vec![
             (Box::new(|s| s.privileged = true), Violation::Privileged),
-            (Box::new(|s| s.cap_add.push("NET_ADMIN".into())), Violation::AddedCapabilities),
-            (Box::new(|s| s.devices.push("/dev/fuse".into())), Violation::Devices),
-            (Box::new(|s| s.mounts[0].kind = MountKind::Bind), Violation::NonVolumeMount),
-            (Box::new(|s| s.mounts[0].kind = MountKind::Tmpfs), Violation::NonVolumeMount),
-            (Box::new(|s| s.mounts.push(volume("/var/run/docker.sock", "/x", None))), Violation::DockerSocket),
-            (Box::new(|s| s.mounts.push(volume("vol", "/run/docker.sock", None))), Violation::DockerSocket),
-            (Box::new(|s| s.mounts.push(volume("/etc", "/x", None))), Violation::MountSource),
-            (Box::new(|s| s.mounts.push(volume("vol", "relative", None))), Violation::MountTarget),
-            (Box::new(|s| s.mounts.push(volume("vol", "/x", Some("../up")))), Violation::MountTarget),
-            (Box::new(|s| s.tmpfs[0].target = "tmp".into()), Violation::MountTarget),
-            (Box::new(|s| s.network_mode = Some("host".into())), Violation::SharedNamespace),
-            (Box::new(|s| s.network_mode = Some("container:other".into())), Violation::SharedNamespace),
-            (Box::new(|s| s.pid_mode = Some("host".into())), Violation::SharedNamespace),
-            (Box::new(|s| s.ipc_mode = Some("container:x".into())), Violation::SharedNamespace),
-            (Box::new(|s| s.security_opt.push("seccomp=unconfined".into())), Violation::SecurityOption),
-            (Box::new(|s| s.security_opt.push("seccomp:unconfined".into())), Violation::SecurityOption),
-            (Box::new(|s| s.masked_paths = Some(vec!["/sys/firmware".into()])), Violation::Unmasked),
+            (
+                Box::new(|s| s.cap_add.push("NET_ADMIN".into())),
+                Violation::AddedCapabilities,
+            ),
+            (
+                Box::new(|s| s.devices.push("/dev/fuse".into())),
+                Violation::Devices,
+            ),
+            (
+                Box::new(|s| s.mounts[0].kind = MountKind::Bind),
+                Violation::NonVolumeMount,
+            ),
+            (
+                Box::new(|s| s.mounts[0].kind = MountKind::Tmpfs),
+                Violation::NonVolumeMount,
+            ),
+            (
+                Box::new(|s| s.mounts.push(volume("/var/run/docker.sock", "/x", None))),
+                Violation::DockerSocket,
+            ),
+            (
+                Box::new(|s| s.mounts.push(volume("vol", "/run/docker.sock", None))),
+                Violation::DockerSocket,
+            ),
+            (
+                Box::new(|s| s.mounts.push(volume("/etc", "/x", None))),
+                Violation::MountSource,
+            ),
+            (
+                Box::new(|s| s.mounts.push(volume("vol", "relative", None))),
+                Violation::MountTarget,
+            ),
+            (
+                Box::new(|s| s.mounts.push(volume("vol", "/x", Some("../up")))),
+                Violation::MountTarget,
+            ),
+            (
+                Box::new(|s| s.tmpfs[0].target = "tmp".into()),
+                Violation::MountTarget,
+            ),
+            (
+                Box::new(|s| s.network_mode = Some("host".into())),
+                Violation::SharedNamespace,
+            ),
+            (
+                Box::new(|s| s.network_mode = Some("container:other".into())),
+                Violation::SharedNamespace,
+            ),
+            (
+                Box::new(|s| s.pid_mode = Some("host".into())),
+                Violation::SharedNamespace,
+            ),
+            (
+                Box::new(|s| s.ipc_mode = Some("container:x".into())),
+                Violation::SharedNamespace,
+            ),
+            (
+                Box::new(|s| s.security_opt.push("seccomp=unconfined".into())),
+                Violation::SecurityOption,
+            ),
+            (
+                Box::new(|s| s.security_opt.push("seccomp:unconfined".into())),
+                Violation::SecurityOption,
+            ),
+            (
+                Box::new(|s| s.masked_paths = Some(vec!["/sys/firmware".into()])),
+                Violation::Unmasked,
+            ),
             (Box::new(|s| s.name = "/escape".into()), Violation::Identity),
             (Box::new(|s| s.image = " ".into()), Violation::Identity),
         ];

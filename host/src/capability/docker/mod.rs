@@ -61,13 +61,19 @@ fn parse_api_version(version: &str) -> Option<(u32, u32)> {
 
 fn classify(error: BollardError) -> DockerError {
     match error {
-        BollardError::DockerResponseServerError { status_code: 404, .. } => DockerError::NotFound,
-        BollardError::DockerResponseServerError { status_code: 409, .. } => DockerError::Conflict,
+        BollardError::DockerResponseServerError {
+            status_code: 404, ..
+        } => DockerError::NotFound,
+        BollardError::DockerResponseServerError {
+            status_code: 409, ..
+        } => DockerError::Conflict,
         BollardError::DockerResponseServerError { .. } => DockerError::Failed,
         BollardError::IOError { err }
             if matches!(
                 err.kind(),
-                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::PermissionDenied
             ) =>
         {
             DockerError::Unavailable
@@ -112,17 +118,22 @@ fn engine_body(spec: &ContainerSpec) -> ContainerCreateBody {
             source: Some(mount.source.clone()),
             target: Some(mount.target.clone()),
             read_only: Some(mount.read_only),
-            volume_options: mount
-                .subpath
-                .clone()
-                .map(|subpath| MountVolumeOptions { subpath: Some(subpath), ..Default::default() }),
+            volume_options: mount.subpath.clone().map(|subpath| MountVolumeOptions {
+                subpath: Some(subpath),
+                ..Default::default()
+            }),
             ..Default::default()
         })
         .collect();
     let tmpfs = spec
         .tmpfs
         .iter()
-        .map(|tmpfs| (tmpfs.target.clone(), format!("size={},mode={:o}", tmpfs.size_bytes, tmpfs.mode)))
+        .map(|tmpfs| {
+            (
+                tmpfs.target.clone(),
+                format!("size={},mode={:o}", tmpfs.size_bytes, tmpfs.mode),
+            )
+        })
         .collect();
     ContainerCreateBody {
         image: Some(spec.image.clone()),
@@ -156,19 +167,34 @@ fn engine_body(spec: &ContainerSpec) -> ContainerCreateBody {
 
 impl DockerBroker {
     /// Connects to the engine at `socket` and requires API ≥ 1.45.
-    pub async fn connect(socket: &Path, installation: &str, timeout: Duration) -> Result<Self, DockerConnectError> {
+    pub async fn connect(
+        socket: &Path,
+        installation: &str,
+        timeout: Duration,
+    ) -> Result<Self, DockerConnectError> {
         let path = socket.to_str().ok_or(DockerConnectError::Unreachable)?;
-        let pinned = bollard::ClientVersion { major_version: 1, minor_version: 45 };
-        let client = Docker::connect_with_unix(path, 120, &pinned).map_err(|_| DockerConnectError::Unreachable)?;
+        let pinned = bollard::ClientVersion {
+            major_version: 1,
+            minor_version: 45,
+        };
+        let client = Docker::connect_with_unix(path, 120, &pinned)
+            .map_err(|_| DockerConnectError::Unreachable)?;
         let version = tokio::time::timeout(timeout, client.version())
             .await
             .map_err(|_| DockerConnectError::Unreachable)?
             .map_err(|_| DockerConnectError::Unreachable)?;
-        let api = version.api_version.as_deref().and_then(parse_api_version).ok_or(DockerConnectError::TooOld)?;
+        let api = version
+            .api_version
+            .as_deref()
+            .and_then(parse_api_version)
+            .ok_or(DockerConnectError::TooOld)?;
         if api < MIN_API_VERSION {
             return Err(DockerConnectError::TooOld);
         }
-        Ok(Self { client, installation: installation.to_string() })
+        Ok(Self {
+            client,
+            installation: installation.to_string(),
+        })
     }
 
     /// Runs one engine request within the call's deadline. A request is
@@ -201,14 +227,21 @@ impl DockerBroker {
         let info = Self::within(deadline, self.client.info()).await?;
         Ok(EngineInfo {
             cpus: info.ncpu.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
-            memory_bytes: info.mem_total.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            memory_bytes: info
+                .mem_total
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
             memory_limit: info.memory_limit.unwrap_or(false),
             cpu_limit: info.cpu_cfs_quota.unwrap_or(false),
         })
     }
 
     /// Inspect a local image.
-    pub async fn image_inspect(&self, image: &str, deadline: Instant) -> Result<ImageSummary, DockerError> {
+    pub async fn image_inspect(
+        &self,
+        image: &str,
+        deadline: Instant,
+    ) -> Result<ImageSummary, DockerError> {
         if image.trim().is_empty() {
             return Err(DockerError::Invalid);
         }
@@ -221,7 +254,11 @@ impl DockerBroker {
     }
 
     /// Inspect any container; the caller checks its labels.
-    pub async fn container_inspect(&self, container: &str, deadline: Instant) -> Result<ContainerSummary, DockerError> {
+    pub async fn container_inspect(
+        &self,
+        container: &str,
+        deadline: Instant,
+    ) -> Result<ContainerSummary, DockerError> {
         if !floor::is_resource_name(container) {
             return Err(DockerError::Invalid);
         }
@@ -231,38 +268,71 @@ impl DockerBroker {
         let state = found.state.unwrap_or_default();
         Ok(ContainerSummary {
             id: found.id.unwrap_or_default(),
-            name: found.name.unwrap_or_default().trim_start_matches('/').to_string(),
+            name: found
+                .name
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
             labels: to_labels(config.labels),
             image: config.image.unwrap_or_default(),
             image_id: found.image.unwrap_or_default(),
             status: status(state.status),
             started_at: state.started_at.filter(|at| !at.starts_with("0001-")),
-            nano_cpus: host.nano_cpus.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            nano_cpus: host
+                .nano_cpus
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(0),
             memory_bytes: host.memory.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
         })
     }
 
     /// Fails with `ownership` unless the container carries this installation's label.
-    async fn owned_container(&self, container: &str, deadline: Instant) -> Result<ContainerSummary, DockerError> {
+    async fn owned_container(
+        &self,
+        container: &str,
+        deadline: Instant,
+    ) -> Result<ContainerSummary, DockerError> {
         let found = self.container_inspect(container, deadline).await?;
-        if carries_installation(&found.labels, &self.installation) { Ok(found) } else { Err(DockerError::Ownership) }
+        if carries_installation(&found.labels, &self.installation) {
+            Ok(found)
+        } else {
+            Err(DockerError::Ownership)
+        }
     }
 
     /// Fails with `ownership` unless the volume carries this installation's label.
-    async fn owned_volume(&self, volume: &str, deadline: Instant) -> Result<VolumeSummary, DockerError> {
+    async fn owned_volume(
+        &self,
+        volume: &str,
+        deadline: Instant,
+    ) -> Result<VolumeSummary, DockerError> {
         let found = self.volume_inspect(volume, deadline).await?;
-        if carries_installation(&found.labels, &self.installation) { Ok(found) } else { Err(DockerError::Ownership) }
+        if carries_installation(&found.labels, &self.installation) {
+            Ok(found)
+        } else {
+            Err(DockerError::Ownership)
+        }
     }
 
     fn label_filters(&self, labels: &[Label]) -> HashMap<String, Vec<String>> {
-        let mut wanted: Vec<String> = labels.iter().map(|(key, value)| format!("{key}={value}")).collect();
+        let mut wanted: Vec<String> = labels
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
         wanted.push(format!("{INSTALLATION_LABEL}={}", self.installation));
         HashMap::from([("label".to_string(), wanted)])
     }
 
     /// Names of this installation's containers carrying all `labels`.
-    pub async fn container_list(&self, labels: &[Label], deadline: Instant) -> Result<Vec<String>, DockerError> {
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&self.label_filters(labels)).build();
+    pub async fn container_list(
+        &self,
+        labels: &[Label],
+        deadline: Instant,
+    ) -> Result<Vec<String>, DockerError> {
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&self.label_filters(labels))
+            .build();
         let found = Self::within(deadline, self.client.list_containers(Some(options))).await?;
         let mut names: Vec<String> = found
             .into_iter()
@@ -274,7 +344,11 @@ impl DockerBroker {
     }
 
     /// Creates a container after the floor, label and volume-ownership checks.
-    pub async fn container_create(&self, spec: &ContainerSpec, deadline: Instant) -> Result<String, DockerError> {
+    pub async fn container_create(
+        &self,
+        spec: &ContainerSpec,
+        deadline: Instant,
+    ) -> Result<String, DockerError> {
         if floor::check(spec).is_err() {
             return Err(DockerError::Invalid);
         }
@@ -284,34 +358,73 @@ impl DockerBroker {
         for mount in &spec.mounts {
             self.owned_volume(&mount.source, deadline).await?;
         }
-        let options = CreateContainerOptionsBuilder::default().name(&spec.name).build();
-        let created = Self::within(deadline, self.client.create_container(Some(options), engine_body(spec))).await?;
+        let options = CreateContainerOptionsBuilder::default()
+            .name(&spec.name)
+            .build();
+        let created = Self::within(
+            deadline,
+            self.client
+                .create_container(Some(options), engine_body(spec)),
+        )
+        .await?;
         Ok(created.id)
     }
 
     /// Starts an owned container.
-    pub async fn container_start(&self, container: &str, deadline: Instant) -> Result<(), DockerError> {
+    pub async fn container_start(
+        &self,
+        container: &str,
+        deadline: Instant,
+    ) -> Result<(), DockerError> {
         self.owned_container(container, deadline).await?;
         Self::within(deadline, self.client.start_container(container, None)).await
     }
 
     /// Removes an owned container.
-    pub async fn container_remove(&self, container: &str, force: bool, deadline: Instant) -> Result<(), DockerError> {
+    pub async fn container_remove(
+        &self,
+        container: &str,
+        force: bool,
+        deadline: Instant,
+    ) -> Result<(), DockerError> {
         self.owned_container(container, deadline).await?;
-        let options = RemoveContainerOptionsBuilder::default().force(force).v(false).build();
-        Self::within(deadline, self.client.remove_container(container, Some(options))).await
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(force)
+            .v(false)
+            .build();
+        Self::within(
+            deadline,
+            self.client.remove_container(container, Some(options)),
+        )
+        .await
     }
 
     /// One stats reading of an owned container.
-    pub async fn container_stats(&self, container: &str, deadline: Instant) -> Result<StatsReading, DockerError> {
+    pub async fn container_stats(
+        &self,
+        container: &str,
+        deadline: Instant,
+    ) -> Result<StatsReading, DockerError> {
         self.owned_container(container, deadline).await?;
-        let options = StatsOptionsBuilder::default().stream(false).one_shot(true).build();
+        let options = StatsOptionsBuilder::default()
+            .stream(false)
+            .one_shot(true)
+            .build();
         let mut stream = self.client.stats(container, Some(options));
-        let reading = Self::within(deadline, async { stream.next().await.unwrap_or(Err(BollardError::RequestTimeoutError)) }).await?;
+        let reading = Self::within(deadline, async {
+            stream
+                .next()
+                .await
+                .unwrap_or(Err(BollardError::RequestTimeoutError))
+        })
+        .await?;
         let cpu = reading.cpu_stats.unwrap_or_default();
         let memory = reading.memory_stats.unwrap_or_default();
         Ok(StatsReading {
-            cpu_total_ns: cpu.cpu_usage.and_then(|usage| usage.total_usage).unwrap_or(0),
+            cpu_total_ns: cpu
+                .cpu_usage
+                .and_then(|usage| usage.total_usage)
+                .unwrap_or(0),
             online_cpus: cpu.online_cpus.unwrap_or(0),
             memory_usage_bytes: memory.usage.unwrap_or(0),
             memory_limit_bytes: memory.limit.unwrap_or(0),
@@ -319,25 +432,48 @@ impl DockerBroker {
     }
 
     /// Inspect any volume; the caller checks its labels.
-    pub async fn volume_inspect(&self, volume: &str, deadline: Instant) -> Result<VolumeSummary, DockerError> {
+    pub async fn volume_inspect(
+        &self,
+        volume: &str,
+        deadline: Instant,
+    ) -> Result<VolumeSummary, DockerError> {
         if !floor::is_resource_name(volume) {
             return Err(DockerError::Invalid);
         }
         let found = Self::within(deadline, self.client.inspect_volume(volume)).await?;
-        Ok(VolumeSummary { name: found.name, labels: to_labels(Some(found.labels)) })
+        Ok(VolumeSummary {
+            name: found.name,
+            labels: to_labels(Some(found.labels)),
+        })
     }
 
     /// Names of this installation's volumes carrying all `labels`.
-    pub async fn volume_list(&self, labels: &[Label], deadline: Instant) -> Result<Vec<String>, DockerError> {
-        let options = ListVolumesOptionsBuilder::default().filters(&self.label_filters(labels)).build();
+    pub async fn volume_list(
+        &self,
+        labels: &[Label],
+        deadline: Instant,
+    ) -> Result<Vec<String>, DockerError> {
+        let options = ListVolumesOptionsBuilder::default()
+            .filters(&self.label_filters(labels))
+            .build();
         let found = Self::within(deadline, self.client.list_volumes(Some(options))).await?;
-        let mut names: Vec<String> = found.volumes.unwrap_or_default().into_iter().map(|volume| volume.name).collect();
+        let mut names: Vec<String> = found
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|volume| volume.name)
+            .collect();
         names.sort();
         Ok(names)
     }
 
     /// Creates a volume carrying this installation's label.
-    pub async fn volume_create(&self, volume: &str, labels: &[Label], deadline: Instant) -> Result<VolumeSummary, DockerError> {
+    pub async fn volume_create(
+        &self,
+        volume: &str,
+        labels: &[Label],
+        deadline: Instant,
+    ) -> Result<VolumeSummary, DockerError> {
         if !floor::is_resource_name(volume) {
             return Err(DockerError::Invalid);
         }
@@ -350,32 +486,63 @@ impl DockerBroker {
             ..Default::default()
         };
         let created = Self::within(deadline, self.client.create_volume(request)).await?;
-        Ok(VolumeSummary { name: created.name, labels: to_labels(Some(created.labels)) })
+        Ok(VolumeSummary {
+            name: created.name,
+            labels: to_labels(Some(created.labels)),
+        })
     }
 
     /// Removes an owned volume.
     pub async fn volume_remove(&self, volume: &str, deadline: Instant) -> Result<(), DockerError> {
         self.owned_volume(volume, deadline).await?;
-        Self::within(deadline, self.client.remove_volume(volume, None::<bollard::query_parameters::RemoveVolumeOptions>)).await
+        Self::within(
+            deadline,
+            self.client.remove_volume(
+                volume,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            ),
+        )
+        .await
     }
 
     /// Extracts a tar archive into an owned container.
-    pub async fn archive_upload(&self, container: &str, path: &str, archive: Vec<u8>, deadline: Instant) -> Result<(), DockerError> {
+    pub async fn archive_upload(
+        &self,
+        container: &str,
+        path: &str,
+        archive: Vec<u8>,
+        deadline: Instant,
+    ) -> Result<(), DockerError> {
         if archive.len() > MAX_ARCHIVE_BYTES || !path.starts_with('/') {
             return Err(DockerError::Invalid);
         }
         self.owned_container(container, deadline).await?;
-        let options = UploadToContainerOptionsBuilder::default().path(path).build();
+        let options = UploadToContainerOptionsBuilder::default()
+            .path(path)
+            .build();
         let body = bollard::body_full(archive.into());
-        Self::within(deadline, self.client.upload_to_container(container, Some(options), body)).await
+        Self::within(
+            deadline,
+            self.client
+                .upload_to_container(container, Some(options), body),
+        )
+        .await
     }
 
     /// Runs a command in an owned container: stdin is written then
     /// half-closed, both streams are read to the end into bounded buffers,
     /// and the exit code comes from exec inspect.
-    pub async fn exec(&self, container: &str, spec: ExecSpec, deadline: Instant) -> Result<ExecOutput, DockerError> {
+    pub async fn exec(
+        &self,
+        container: &str,
+        spec: ExecSpec,
+        deadline: Instant,
+    ) -> Result<ExecOutput, DockerError> {
         let stdin_len = spec.stdin.as_ref().map_or(0, Vec::len);
-        if spec.args.is_empty() || stdin_len > MAX_STDIN_BYTES || spec.output_limit_bytes > MAX_OUTPUT_BYTES {
+        if spec.args.is_empty()
+            || stdin_len > MAX_STDIN_BYTES
+            || spec.output_limit_bytes > MAX_OUTPUT_BYTES
+        {
             return Err(DockerError::Invalid);
         }
         self.owned_container(container, deadline).await?;
@@ -391,7 +558,11 @@ impl DockerBroker {
         };
         let created = Self::within(deadline, self.client.create_exec(container, config)).await?;
         let started = Self::within(deadline, self.client.start_exec(&created.id, None)).await?;
-        let bollard::exec::StartExecResults::Attached { mut output, mut input } = started else {
+        let bollard::exec::StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = started
+        else {
             return Err(DockerError::Unconfirmed);
         };
         let limit = spec.output_limit_bytes as usize;
@@ -415,8 +586,11 @@ impl DockerBroker {
             }
             Ok::<_, DockerError>((stdout, stderr, overflowed))
         };
-        let streams = tokio::time::timeout_at(deadline.into(), async { tokio::join!(write, read) }).await;
-        let Ok((written, read)) = streams else { return Err(DockerError::Unconfirmed) };
+        let streams =
+            tokio::time::timeout_at(deadline.into(), async { tokio::join!(write, read) }).await;
+        let Ok((written, read)) = streams else {
+            return Err(DockerError::Unconfirmed);
+        };
         let (stdout, stderr, overflowed) = read?;
         // A command may exit without reading all of its stdin; its outcome
         // is still known, so a broken pipe here is not an error.
@@ -425,10 +599,17 @@ impl DockerBroker {
         }
         let inspected = Self::within(deadline, self.client.inspect_exec(&created.id)).await?;
         let exit_code = match inspected.running {
-            Some(false) => inspected.exit_code.and_then(|code| i32::try_from(code).ok()),
+            Some(false) => inspected
+                .exit_code
+                .and_then(|code| i32::try_from(code).ok()),
             _ => None,
         };
-        Ok(ExecOutput { stdout, stderr, exit_code, overflowed })
+        Ok(ExecOutput {
+            stdout,
+            stderr,
+            exit_code,
+            overflowed,
+        })
     }
 }
 
@@ -450,7 +631,10 @@ mod tests {
         assert!(carries_installation(&ours, "inst"));
         assert!(!carries_installation(&ours, "other"));
         assert!(!carries_installation(&[], "inst"));
-        let doubled = vec![ours[0].clone(), (INSTALLATION_LABEL.to_string(), "other".to_string())];
+        let doubled = vec![
+            ours[0].clone(),
+            (INSTALLATION_LABEL.to_string(), "other".to_string()),
+        ];
         assert!(!carries_installation(&doubled, "inst"));
     }
 }

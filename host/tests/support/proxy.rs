@@ -1,0 +1,142 @@
+//! A recording proxy in front of a real Docker Engine socket, with one
+//! fault: forward a chosen request, let the engine apply it, then drop the
+//! connection instead of answering (a lost response). Upgraded connections
+//! (exec attach) are passed through.
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::net::{UnixListener, UnixStream};
+
+/// The proxy's shared state.
+#[derive(Default)]
+struct State {
+    recorded: Mutex<Vec<String>>,
+    lose: Mutex<Option<(String, String)>>,
+}
+
+/// A proxy socket in front of the engine.
+pub struct Proxy {
+    pub socket: PathBuf,
+    state: Arc<State>,
+    _dir: tempfile::TempDir,
+}
+
+fn unversioned(path: &str) -> String {
+    match path.strip_prefix("/v1.") {
+        Some(rest) => rest
+            .split_once('/')
+            .map(|(_, p)| format!("/{p}"))
+            .unwrap_or_default(),
+        None => path.to_string(),
+    }
+}
+
+#[derive(Debug)]
+struct LostResponse;
+
+impl std::fmt::Display for LostResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("response dropped by the test proxy")
+    }
+}
+
+impl std::error::Error for LostResponse {}
+
+async fn forward(
+    engine: PathBuf,
+    state: Arc<State>,
+    mut request: Request<Incoming>,
+) -> Result<Response<Incoming>, LostResponse> {
+    let line = format!("{} {}", request.method(), unversioned(request.uri().path()));
+    state.recorded.lock().expect("lock").push(line.clone());
+    let lose = {
+        let mut armed = state.lose.lock().expect("lock");
+        let hit = armed.as_ref().is_some_and(|(method, suffix)| {
+            line.starts_with(method.as_str()) && line.ends_with(suffix.as_str())
+        });
+        if hit {
+            armed.take();
+        }
+        hit
+    };
+    let client_upgrade = hyper::upgrade::on(&mut request);
+    let stream = UnixStream::connect(&engine)
+        .await
+        .map_err(|_| LostResponse)?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|_| LostResponse)?;
+    tokio::spawn(connection.with_upgrades());
+    let mut response = sender
+        .send_request(request)
+        .await
+        .map_err(|_| LostResponse)?;
+    if lose {
+        return Err(LostResponse);
+    }
+    if response.status() == hyper::StatusCode::SWITCHING_PROTOCOLS {
+        let engine_upgrade = hyper::upgrade::on(&mut response);
+        tokio::spawn(async move {
+            if let (Ok(client), Ok(engine)) = (client_upgrade.await, engine_upgrade.await) {
+                let _ = tokio::io::copy_bidirectional(
+                    &mut TokioIo::new(client),
+                    &mut TokioIo::new(engine),
+                )
+                .await;
+            }
+        });
+    }
+    Ok(response)
+}
+
+impl Proxy {
+    /// Starts a proxy for the engine at `engine`.
+    pub async fn start(engine: PathBuf) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("proxy.sock");
+        let listener = UnixListener::bind(&socket).expect("bind proxy");
+        let state = Arc::new(State::default());
+        let shared = state.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (engine, state) = (engine.clone(), shared.clone());
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        forward(engine.clone(), state.clone(), request)
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+        Self {
+            socket,
+            state,
+            _dir: dir,
+        }
+    }
+
+    /// Every request seen, as `METHOD /path` without the API version prefix.
+    pub fn recorded(&self) -> Vec<String> {
+        self.state.recorded.lock().expect("lock").clone()
+    }
+
+    /// Requests seen so far whose line starts with `method` and ends with `suffix`.
+    pub fn count(&self, method: &str, suffix: &str) -> usize {
+        self.recorded()
+            .iter()
+            .filter(|line| line.starts_with(method) && line.ends_with(suffix))
+            .count()
+    }
+
+    /// The next request matching `method` and path `suffix` reaches the
+    /// engine, but its response is dropped and the connection closed.
+    pub fn lose_response_of(&self, method: &str, suffix: &str) {
+        *self.state.lose.lock().expect("lock") = Some((method.to_string(), suffix.to_string()));
+    }
+}
