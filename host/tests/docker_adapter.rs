@@ -40,12 +40,17 @@ fn direct(socket: &PathBuf) -> Docker {
 }
 
 async fn adapter(socket: &PathBuf, installation: &str) -> Host {
+    adapter_with(socket, installation, false).await
+}
+
+async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool) -> Host {
     let engine = direct(socket);
     let configuration = json!({
         "image": image(&engine).await,
         "network": "none",
         "seccomp_profile": seccomp_profile(),
         "extra_hosts": ["core.internal:10.0.0.1"],
+        "nested_sandbox": nested_sandbox,
         "resources": { "cpus": 0.5, "memory_mib": 256 }
     });
     let mut row = registry::builtin().into_iter().find(|row| row.kind == "docker").expect("docker kind");
@@ -324,5 +329,64 @@ async fn a_lost_start_response_settles_nothing_and_is_never_replayed() {
     let seen = host.get_info("docker", reference.clone(), budget()).await.expect("the start took effect");
     assert_eq!((seen.state, seen.bootstrap_complete), (LifecycleState::Running, true));
     assert_eq!(proxy.count("POST", "/start"), 1, "start never replayed");
+    cleanup(&host, &reference).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
+    let Some(socket) = engine_socket("docker adapter nested") else { return };
+    let host = adapter_with(&socket, INSTALLATION, true).await;
+    let engine = direct(&socket);
+    let reference = allocation("nested");
+    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    let host_config = container_of(&engine, &reference).await.host_config.expect("host config");
+    assert_eq!(
+        host_config.masked_paths,
+        Some(vec!["/sys/firmware".to_string(), "/sys/devices/virtual/powercap".to_string()])
+    );
+    assert_eq!(host_config.init, Some(true));
+    let (masked, _) = shell(&host, &reference, "grep -c ' /proc/kcore ' /proc/mounts").await;
+    assert_eq!(masked, "0", "/proc/kcore is no longer masked");
+    cleanup(&host, &reference).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_blocks_readiness_and_never_triggers_cleanup() {
+    let Some(socket) = engine_socket("docker adapter drift") else { return };
+    let host = adapter(&socket, INSTALLATION).await;
+    let engine = direct(&socket);
+    let reference = allocation("drift");
+    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    let ready = host.get_info("docker", reference.clone(), budget()).await.expect("observed");
+    assert!(ready.bootstrap_complete);
+    let id = container_of(&engine, &reference).await.id.expect("id");
+    let update = bollard::models::ContainerUpdateBody { memory: Some(300 << 20), memory_swap: Some(-1), ..Default::default() };
+    engine.update_container(&id, update).await.expect("memory changed by hand");
+    let drifted = host.get_info("docker", reference.clone(), budget()).await.expect("observed");
+    assert_eq!((drifted.state, drifted.bootstrap_complete), (LifecycleState::Running, false));
+    let renewed = host.renew("docker", reference.clone(), budget()).await.expect("renew observes");
+    assert!(!renewed.bootstrap_complete);
+    assert!(engine.inspect_container(&id, None).await.is_ok(), "nothing removed");
+    cleanup(&host, &reference).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_reports_one_stats_sample() {
+    let Some(socket) = engine_socket("docker adapter observe") else { return };
+    let host = adapter(&socket, INSTALLATION).await;
+    let reference = allocation("observe");
+    let created = host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+        reference: reference.clone(),
+        provider_id: created.provider_id.clone(),
+    };
+    let sample = host.observe("docker", target.clone(), budget()).await.expect("sample");
+    assert_eq!(sample.memory_limit_bytes, 256 << 20);
+    assert!(sample.memory_bytes > 0);
+    assert!(sample.cpu_seconds >= 0.0);
+    assert_eq!(sample.cpus, 0.5);
+    assert!(sample.started_at.is_some());
+    let wrong = sandbox_host::bindings::oac::sandbox_provider::types::Target { provider_id: Some("other".into()), ..target };
+    assert_eq!(host.observe("docker", wrong, budget()).await, Err(Error::NotFound));
     cleanup(&host, &reference).await;
 }

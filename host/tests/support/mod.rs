@@ -102,6 +102,11 @@ pub struct FakeEngine {
 
 impl FakeEngine {
     pub async fn start() -> Self {
+        Self::start_with_api("1.45").await
+    }
+
+    /// A fake engine that reports `api` as its API version.
+    pub async fn start_with_api(api: &'static str) -> Self {
         use axum::extract::Request;
         use axum::http::StatusCode;
         use axum::response::IntoResponse;
@@ -121,12 +126,8 @@ impl FakeEngine {
                     None => path,
                 };
                 if path == "/version" {
-                    let body = r#"{"Version":"26.1.5","ApiVersion":"1.45","MinAPIVersion":"1.24"}"#;
-                    return (
-                        StatusCode::OK,
-                        [("content-type", "application/json")],
-                        body.to_string(),
-                    )
+                    let body = format!(r#"{{"Version":"26.1.5","ApiVersion":"{api}","MinAPIVersion":"1.24"}}"#);
+                    return (StatusCode::OK, [("content-type", "application/json")], body)
                         .into_response();
                 }
                 recorded

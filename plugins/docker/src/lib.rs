@@ -449,3 +449,28 @@ impl Declarations for DockerProvider {
 }
 
 oac_provider_sdk::export_provider!(DockerProvider);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_configuration_is_only_the_empty_object() {
+        assert_eq!(empty_object("{}"), Ok("{}".into()));
+        assert_eq!(empty_object(" { } "), Ok("{}".into()));
+        for bad in ["", "[]", "null", r#"{"credential":"secret"}"#, r#"{"image":"x"}"#, "{"] {
+            assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_exported_operation_is_declared_once() {
+        let declared = DockerProvider::operations();
+        let mut names: Vec<&str> = declared.iter().map(|entry| entry.operation.as_str()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "no duplicates");
+        assert_eq!(names.len(), 27);
+    }
+}
