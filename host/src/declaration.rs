@@ -114,7 +114,7 @@ pub enum DeclarationError {
 }
 
 /// The interfaces every component exports (besides `declarations`).
-pub const INTERFACES: [&str; 7] = [
+pub const INTERFACES: [&str; 8] = [
     "sandbox-provider",
     CHECKPOINT_INTERFACE,
     "observation-source",
@@ -122,6 +122,7 @@ pub const INTERFACES: [&str; 7] = [
     "selection-discoverer",
     "credential-verifier",
     "configuration-adapter",
+    "readiness",
 ];
 
 /// Splits `oac:sandbox-provider/<interface>@<version>`.

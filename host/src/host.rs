@@ -3,8 +3,9 @@
 //! a fresh instance, and polices the answer before returning it.
 
 use crate::bindings::ProviderPre;
-use crate::bindings::oac::sandbox_provider::types::{Sample, Target};
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::ConfigurationRequirements;
+use crate::bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
+use crate::bindings::oac::sandbox_provider::types::{Sample, Target};
 use crate::bindings::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, Reference, Support,
     UnsupportedOperation,
@@ -433,19 +434,43 @@ impl Host {
         .await
     }
 
+    /// The kind's readiness diagnostics on this node (empty when ready).
+    pub async fn probe(&self, kind: &str, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
+        let kind = self.kind(kind)?;
+        kind.check_supported("probe")?;
+        kind.run(budget, async |provider, store| {
+            provider
+                .oac_sandbox_provider_readiness()
+                .call_probe(store)
+                .await
+        })
+        .await
+        .map_err(|_| Error::ObservationUnavailable)
+    }
+
     /// One resource-usage sample. Expiry or a trap is
     /// `observation-unavailable`: an observation proves nothing either way.
-    pub async fn observe(&self, kind: &str, target: Target, budget: Budget) -> Result<Sample, Error> {
+    pub async fn observe(
+        &self,
+        kind: &str,
+        target: Target,
+        budget: Budget,
+    ) -> Result<Sample, Error> {
         let kind = self.kind(kind)?;
         kind.check_supported("observe")?;
         let answer = kind
             .run(budget, async |provider, store| {
-                provider.oac_sandbox_provider_observation_source().call_observe(store, &target).await
+                provider
+                    .oac_sandbox_provider_observation_source()
+                    .call_observe(store, &target)
+                    .await
             })
             .await
             .map_err(|_| Error::ObservationUnavailable)?;
         match answer {
-            Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => Err(Error::ObservationUnavailable),
+            Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => {
+                Err(Error::ObservationUnavailable)
+            }
             other => other,
         }
     }

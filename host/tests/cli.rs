@@ -23,7 +23,7 @@ fn validate_loads_every_registered_kind() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        String::from_utf8_lossy(&output.stdout).contains("steerable: ok (27 operations declared")
+        String::from_utf8_lossy(&output.stdout).contains("steerable: ok (28 operations declared")
     );
 }
 
@@ -56,7 +56,7 @@ fn describe_prints_declarations_and_requirements_as_json() {
         kind["declaration"]["suspend"]["reason"],
         "steerable_has_no_checkpoints"
     );
-    assert_eq!(kind["inventory"].as_array().map(Vec::len), Some(27));
+    assert_eq!(kind["inventory"].as_array().map(Vec::len), Some(28));
     assert!(kind["requirements"].is_object());
     assert_eq!(kind["sha256"].as_str().map(str::len), Some(64));
 }

@@ -42,7 +42,7 @@ async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
     let kind = host.kind("steerable").expect("kind");
     assert_eq!(
         kind.inventory.0.len(),
-        27,
+        28,
         "inventory derived from the exports"
     );
     for operation in &kind.inventory.0 {

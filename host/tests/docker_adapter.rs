@@ -7,7 +7,9 @@
 mod support;
 
 use bollard::Docker;
-use sandbox_host::bindings::{Bootstrap, Command, Error, Failure, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::bindings::{
+    Bootstrap, Command, Error, Failure, LifecycleState, NetworkAccess, Reference,
+};
 use sandbox_host::host::Connect;
 use sandbox_host::registry::{self, Policy};
 use sandbox_host::{Budget, Host, NodeBinding};
@@ -24,19 +26,32 @@ const CANARY: &str = "canary-daemon-credential-7f3a";
 fn seccomp_profile() -> String {
     let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream"));
-    let upstream = std::fs::read(dir.join("moby-default-65adc7e.json")).expect("upstream seccomp profile beside the repository");
-    oac_seccomp::assemble(&upstream).expect("pinned profile").to_string()
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
+        });
+    let upstream = std::fs::read(dir.join("moby-default-65adc7e.json"))
+        .expect("upstream seccomp profile beside the repository");
+    oac_seccomp::assemble(&upstream)
+        .expect("pinned profile")
+        .to_string()
 }
 
 /// The image is imported once per test binary.
 async fn image(engine: &Docker) -> String {
     static IMAGE: OnceCell<String> = OnceCell::const_new();
-    IMAGE.get_or_init(|| runtime_image::import(engine)).await.clone()
+    IMAGE
+        .get_or_init(|| runtime_image::import(engine))
+        .await
+        .clone()
 }
 
 fn direct(socket: &PathBuf) -> Docker {
-    Docker::connect_with_unix(socket.to_str().expect("path"), 60, bollard::API_DEFAULT_VERSION).expect("engine")
+    Docker::connect_with_unix(
+        socket.to_str().expect("path"),
+        60,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("engine")
 }
 
 async fn adapter(socket: &PathBuf, installation: &str) -> Host {
@@ -53,8 +68,14 @@ async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool
         "nested_sandbox": nested_sandbox,
         "resources": { "cpus": 0.5, "memory_mib": 256 }
     });
-    let mut row = registry::builtin().into_iter().find(|row| row.kind == "docker").expect("docker kind");
-    row.policy = Policy { default_budget_ms: 60_000, ..row.policy };
+    let mut row = registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "docker")
+        .expect("docker kind");
+    row.policy = Policy {
+        default_budget_ms: 60_000,
+        ..row.policy
+    };
     let binding = NodeBinding {
         installation_id: installation.into(),
         docker_socket: Some(socket.clone()),
@@ -62,12 +83,27 @@ async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool
         credential: None,
     };
     let bindings = BTreeMap::from([("docker".to_string(), binding)]);
-    Host::load(runtime(), &[row], &plugin_dir(), &bindings, Connect::Capabilities).await.expect("docker kind loads")
+    Host::load(
+        runtime(),
+        &[row],
+        &plugin_dir(),
+        &bindings,
+        Connect::Capabilities,
+    )
+    .await
+    .expect("docker kind loads")
 }
 
 fn allocation(name: &str) -> Reference {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    Reference { tenant_id: "tenant".into(), environment_id: "env".into(), allocation_id: format!("{name}-{nanos}") }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    Reference {
+        tenant_id: "tenant".into(),
+        environment_id: "env".into(),
+        allocation_id: format!("{name}-{nanos}"),
+    }
 }
 
 fn bootstrap(reference: &Reference) -> Bootstrap {
@@ -87,26 +123,50 @@ fn budget() -> Budget {
     Budget::from_millis(60_000).expect("budget")
 }
 
-async fn run(host: &Host, reference: &Reference, args: &[&str], stdin: Option<Vec<u8>>) -> Result<sandbox_host::bindings::CommandResult, Error> {
-    let command = Command { args: args.iter().map(|arg| arg.to_string()).collect(), directory: None, stdin };
-    host.run_command("docker", reference.clone(), command, budget()).await
+async fn run(
+    host: &Host,
+    reference: &Reference,
+    args: &[&str],
+    stdin: Option<Vec<u8>>,
+) -> Result<sandbox_host::bindings::CommandResult, Error> {
+    let command = Command {
+        args: args.iter().map(|arg| arg.to_string()).collect(),
+        directory: None,
+        stdin,
+    };
+    host.run_command("docker", reference.clone(), command, budget())
+        .await
 }
 
 async fn shell(host: &Host, reference: &Reference, script: &str) -> (String, i32) {
-    let result = run(host, reference, &["sh", "-c", script], None).await.expect("command runs");
-    (String::from_utf8_lossy(&result.stdout).trim().to_string(), result.exit_code)
+    let result = run(host, reference, &["sh", "-c", script], None)
+        .await
+        .expect("command runs");
+    (
+        String::from_utf8_lossy(&result.stdout).trim().to_string(),
+        result.exit_code,
+    )
 }
 
 /// The container name the adapter derives (read back from inspect by label).
-async fn container_of(engine: &Docker, reference: &Reference) -> bollard::models::ContainerInspectResponse {
+async fn container_of(
+    engine: &Docker,
+    reference: &Reference,
+) -> bollard::models::ContainerInspectResponse {
     let filters = std::collections::HashMap::from([(
         "label".to_string(),
         vec![format!("io.oac.allocation={}", reference.allocation_id)],
     )]);
-    let options = bollard::query_parameters::ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+    let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
     let list = engine.list_containers(Some(options)).await.expect("list");
     assert_eq!(list.len(), 1, "exactly one container for the allocation");
-    engine.inspect_container(list[0].id.as_deref().expect("id"), None).await.expect("inspect")
+    engine
+        .inspect_container(list[0].id.as_deref().expect("id"), None)
+        .await
+        .expect("inspect")
 }
 
 async fn cleanup(host: &Host, reference: &Reference) {
@@ -115,70 +175,183 @@ async fn cleanup(host: &Host, reference: &Reference) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_applies_every_container_setting() {
-    let Some(socket) = engine_socket("docker adapter settings") else { return };
+    let Some(socket) = engine_socket("docker adapter settings") else {
+        return;
+    };
     let host = adapter(&socket, INSTALLATION).await;
     let engine = direct(&socket);
     let reference = allocation("settings");
-    let info = host.create("docker", bootstrap(&reference), budget()).await.expect("created");
-    assert_eq!((info.state, info.bootstrap_complete, info.create_settled), (LifecycleState::Running, true, true));
+    let info = host
+        .create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
+    assert_eq!(
+        (info.state, info.bootstrap_complete, info.create_settled),
+        (LifecycleState::Running, true, true)
+    );
 
     let inspected = container_of(&engine, &reference).await;
     assert_eq!(info.provider_id.as_deref(), inspected.id.as_deref());
     let config = inspected.config.clone().expect("config");
     let host_config = inspected.host_config.clone().expect("host config");
     assert_eq!(config.user.as_deref(), Some("1000:1000"));
-    assert_eq!(config.working_dir.as_deref(), Some("/environment/workspace"));
+    assert_eq!(
+        config.working_dir.as_deref(),
+        Some("/environment/workspace")
+    );
     assert_eq!(
         config.cmd,
-        Some(["oac-daemon", "connect", "--profile", "default", "--bootstrap-file", "/home/runtime/runtime-bootstrap.json"].map(String::from).to_vec())
+        Some(
+            [
+                "oac-daemon",
+                "connect",
+                "--profile",
+                "default",
+                "--bootstrap-file",
+                "/home/runtime/runtime-bootstrap.json"
+            ]
+            .map(String::from)
+            .to_vec()
+        )
     );
     assert_eq!(host_config.readonly_rootfs, Some(true));
     assert_eq!(host_config.cap_drop, Some(vec!["ALL".to_string()]));
     let security = host_config.security_opt.clone().unwrap_or_default();
-    assert!(security.contains(&"no-new-privileges".to_string()), "{security:?}");
+    assert!(
+        security.contains(&"no-new-privileges".to_string()),
+        "{security:?}"
+    );
     assert!(security.contains(&"apparmor=unconfined".to_string()));
-    assert!(security.iter().any(|option| option.starts_with("seccomp=") && option.contains("pivot_root")));
+    assert!(
+        security
+            .iter()
+            .any(|option| option.starts_with("seccomp=") && option.contains("pivot_root"))
+    );
     assert_eq!(host_config.nano_cpus, Some(500_000_000));
     assert_eq!(host_config.memory, Some(256 << 20));
     assert_eq!(host_config.pids_limit, Some(128));
     assert_eq!(host_config.network_mode.as_deref(), Some("none"));
-    assert_eq!(host_config.extra_hosts, Some(vec!["core.internal:10.0.0.1".to_string()]));
+    assert_eq!(
+        host_config.extra_hosts,
+        Some(vec!["core.internal:10.0.0.1".to_string()])
+    );
     assert_eq!(host_config.privileged, Some(false));
     let tmpfs = host_config.tmpfs.clone().unwrap_or_default();
-    assert!(tmpfs.get("/tmp").is_some_and(|options| options.contains(&format!("size={}", 128 << 20))), "{tmpfs:?}");
+    assert!(
+        tmpfs
+            .get("/tmp")
+            .is_some_and(|options| options.contains(&format!("size={}", 128 << 20))),
+        "{tmpfs:?}"
+    );
     let mounts = host_config.mounts.clone().unwrap_or_default();
-    let targets: Vec<_> = mounts.iter().map(|m| (m.target.clone().unwrap_or_default(), m.volume_options.as_ref().and_then(|o| o.subpath.clone()))).collect();
+    let targets: Vec<_> = mounts
+        .iter()
+        .map(|m| {
+            (
+                m.target.clone().unwrap_or_default(),
+                m.volume_options.as_ref().and_then(|o| o.subpath.clone()),
+            )
+        })
+        .collect();
     assert!(targets.contains(&("/home".into(), None)));
     assert!(targets.contains(&("/environment".into(), None)));
     assert!(targets.contains(&("/workspace".into(), Some("workspace".into()))));
-    assert!(mounts.iter().all(|m| m.typ == Some(bollard::models::MountType::VOLUME)));
+    assert!(
+        mounts
+            .iter()
+            .all(|m| m.typ == Some(bollard::models::MountType::VOLUME))
+    );
 
     // Probes from inside.
-    assert_eq!(shell(&host, &reference, "id").await.0, "uid=1000(runtime) gid=1000(runtime) groups=1000(runtime)");
-    assert_ne!(shell(&host, &reference, "touch /rootfs-probe").await.1, 0, "root filesystem is read-only");
+    assert_eq!(
+        shell(&host, &reference, "id").await.0,
+        "uid=1000(runtime) gid=1000(runtime) groups=1000(runtime)"
+    );
+    assert_ne!(
+        shell(&host, &reference, "touch /rootfs-probe").await.1,
+        0,
+        "root filesystem is read-only"
+    );
     let status = shell(&host, &reference, "cat /proc/self/status").await.0;
-    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]), "{status}");
-    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["CapEff:", "0000000000000000"]));
-    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Seccomp:", "2"]));
-    let (listed, code) = shell(&host, &reference, "echo probe > /workspace/p && cat /environment/workspace/p").await;
-    assert_eq!((listed.as_str(), code), ("probe", 0), "/workspace is the volume's workspace directory");
-    let (tmp, _) = shell(&host, &reference, "echo t > /tmp/t && cat /tmp/t; ls -ld /tmp; grep ' /tmp ' /proc/mounts").await;
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]),
+        "{status}"
+    );
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["CapEff:", "0000000000000000"])
+    );
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Seccomp:", "2"])
+    );
+    let (listed, code) = shell(
+        &host,
+        &reference,
+        "echo probe > /workspace/p && cat /environment/workspace/p",
+    )
+    .await;
+    assert_eq!(
+        (listed.as_str(), code),
+        ("probe", 0),
+        "/workspace is the volume's workspace directory"
+    );
+    let (tmp, _) = shell(
+        &host,
+        &reference,
+        "echo t > /tmp/t && cat /tmp/t; ls -ld /tmp; grep ' /tmp ' /proc/mounts",
+    )
+    .await;
     assert!(tmp.starts_with("t\n"), "/tmp writable: {tmp}");
 
     // The bootstrap file: byte-identical record, 0600, uid 1000; no credential elsewhere.
-    let file = run(&host, &reference, &["cat", "/home/runtime/runtime-bootstrap.json"], None).await.expect("cat");
+    let file = run(
+        &host,
+        &reference,
+        &["cat", "/home/runtime/runtime-bootstrap.json"],
+        None,
+    )
+    .await
+    .expect("cat");
     let expected = serde_json::to_vec(&json!({
         "version": 1, "core_url": "https://core.example", "device_id": "device-1",
         "daemon_credential": CANARY, "harness": "harness-a",
     }))
     .expect("json");
     let written: serde_json::Value = serde_json::from_slice(&file.stdout).expect("record is JSON");
-    assert_eq!(written, serde_json::from_slice::<serde_json::Value>(&expected).expect("json"));
-    assert_eq!(shell(&host, &reference, "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json").await.0, "600 1000 1000");
-    assert_eq!(shell(&host, &reference, "stat -c '%a %u' /home/runtime").await.0, "700 1000");
+    assert_eq!(
+        written,
+        serde_json::from_slice::<serde_json::Value>(&expected).expect("json")
+    );
+    assert_eq!(
+        shell(
+            &host,
+            &reference,
+            "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json"
+        )
+        .await
+        .0,
+        "600 1000 1000"
+    );
+    assert_eq!(
+        shell(&host, &reference, "stat -c '%a %u' /home/runtime")
+            .await
+            .0,
+        "700 1000"
+    );
     let everything = serde_json::to_string(&inspected).expect("inspect json");
     assert!(!everything.contains(CANARY), "credential in inspect output");
-    assert!(!shell(&host, &reference, "cat /proc/1/environ | tr '\\0' '\\n'").await.0.contains(CANARY), "credential in env");
+    assert!(
+        !shell(&host, &reference, "cat /proc/1/environ | tr '\\0' '\\n'")
+            .await
+            .0
+            .contains(CANARY),
+        "credential in env"
+    );
 
     // Labels on all three resources.
     let labels = config.labels.clone().unwrap_or_default();
@@ -188,10 +361,24 @@ async fn create_applies_every_container_setting() {
         ("io.oac.environment", "env"),
         ("io.oac.allocation", reference.allocation_id.as_str()),
     ] {
-        assert_eq!(labels.get(key).map(String::as_str), Some(value), "container {key}");
-        for mount in mounts.iter().filter(|m| m.target.as_deref() != Some("/workspace")) {
-            let volume = engine.inspect_volume(mount.source.as_deref().expect("source")).await.expect("volume");
-            assert_eq!(volume.labels.get(key).map(String::as_str), Some(value), "volume {key}");
+        assert_eq!(
+            labels.get(key).map(String::as_str),
+            Some(value),
+            "container {key}"
+        );
+        for mount in mounts
+            .iter()
+            .filter(|m| m.target.as_deref() != Some("/workspace"))
+        {
+            let volume = engine
+                .inspect_volume(mount.source.as_deref().expect("source"))
+                .await
+                .expect("volume");
+            assert_eq!(
+                volume.labels.get(key).map(String::as_str),
+                Some(value),
+                "volume {key}"
+            );
         }
     }
     cleanup(&host, &reference).await;
@@ -199,53 +386,107 @@ async fn create_applies_every_container_setting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_create_and_retained_volumes_are_exists() {
-    let Some(socket) = engine_socket("docker adapter exists") else { return };
+    let Some(socket) = engine_socket("docker adapter exists") else {
+        return;
+    };
     let proxy = proxy::Proxy::start(socket.clone()).await;
     let host = adapter(&proxy.socket, INSTALLATION).await;
     let engine = direct(&socket);
     let reference = allocation("exists");
-    let first = host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    let first = host
+        .create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
     let again = host.create("docker", bootstrap(&reference), budget()).await;
     match again {
-        Err(Failure { error: Error::Exists, info: Some(info) }) => assert_eq!(info.provider_id, first.provider_id),
+        Err(Failure {
+            error: Error::Exists,
+            info: Some(info),
+        }) => assert_eq!(info.provider_id, first.provider_id),
         other => panic!("expected exists with info, got {other:?}"),
     }
-    assert_eq!(proxy.count("POST", "/containers/create"), 1, "{:?}", proxy.recorded());
+    assert_eq!(
+        proxy.count("POST", "/containers/create"),
+        1,
+        "{:?}",
+        proxy.recorded()
+    );
 
     let container = container_of(&engine, &reference).await;
-    let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default().force(true).build();
-    engine.remove_container(container.id.as_deref().expect("id"), Some(options)).await.expect("removed by hand");
+    let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    engine
+        .remove_container(container.id.as_deref().expect("id"), Some(options))
+        .await
+        .expect("removed by hand");
     let retained = host.create("docker", bootstrap(&reference), budget()).await;
-    assert_eq!(retained.map_err(|failure| failure.error), Err(Error::Exists), "retained volumes");
+    assert_eq!(
+        retained.map_err(|failure| failure.error),
+        Err(Error::Exists),
+        "retained volumes"
+    );
     assert_eq!(proxy.count("POST", "/containers/create"), 1);
     cleanup(&host, &reference).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_removes_all_three_and_is_idempotent() {
-    let Some(socket) = engine_socket("docker adapter kill") else { return };
+    let Some(socket) = engine_socket("docker adapter kill") else {
+        return;
+    };
     let host = adapter(&socket, INSTALLATION).await;
     let engine = direct(&socket);
     let reference = allocation("kill");
-    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    host.create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
     let container = container_of(&engine, &reference).await;
-    let mut volumes: Vec<String> = container.mounts.unwrap_or_default().into_iter().filter_map(|m| m.name).collect();
+    let mut volumes: Vec<String> = container
+        .mounts
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.name)
+        .collect();
     volumes.sort();
     volumes.dedup();
     assert_eq!(volumes.len(), 2);
-    let killed = host.kill("docker", reference.clone(), budget()).await.expect("killed");
-    assert_eq!((killed.state, killed.provider_id.clone()), (LifecycleState::Absent, None));
-    assert!(engine.inspect_container(container.id.as_deref().expect("id"), None).await.is_err());
+    let killed = host
+        .kill("docker", reference.clone(), budget())
+        .await
+        .expect("killed");
+    assert_eq!(
+        (killed.state, killed.provider_id.clone()),
+        (LifecycleState::Absent, None)
+    );
+    assert!(
+        engine
+            .inspect_container(container.id.as_deref().expect("id"), None)
+            .await
+            .is_err()
+    );
     for volume in &volumes {
-        assert!(engine.inspect_volume(volume).await.is_err(), "{volume} removed");
+        assert!(
+            engine.inspect_volume(volume).await.is_err(),
+            "{volume} removed"
+        );
     }
-    assert_eq!(host.kill("docker", reference.clone(), budget()).await, Ok(killed), "second kill succeeds");
-    assert_eq!(host.get_info("docker", reference, budget()).await, Err(Error::NotFound));
+    assert_eq!(
+        host.kill("docker", reference.clone(), budget()).await,
+        Ok(killed),
+        "second kill succeeds"
+    );
+    assert_eq!(
+        host.get_info("docker", reference, budget()).await,
+        Err(Error::NotFound)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
-    let Some(socket) = engine_socket("docker adapter foreign") else { return };
+    let Some(socket) = engine_socket("docker adapter foreign") else {
+        return;
+    };
     let engine = direct(&socket);
     let host = adapter(&socket, INSTALLATION).await;
     let squat = allocation("squat");
@@ -253,16 +494,45 @@ async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
     // A volume with this allocation's name, labelled for someone else.
     let request = bollard::models::VolumeCreateRequest {
         name: Some(home.clone()),
-        labels: Some([("io.oac.installation".to_string(), "someone-else".to_string())].into()),
+        labels: Some(
+            [(
+                "io.oac.installation".to_string(),
+                "someone-else".to_string(),
+            )]
+            .into(),
+        ),
         ..Default::default()
     };
-    engine.create_volume(request).await.expect("squatting volume");
+    engine
+        .create_volume(request)
+        .await
+        .expect("squatting volume");
     let created = host.create("docker", bootstrap(&squat), budget()).await;
-    assert_eq!(created.map_err(|f| (f.error, f.info)), Err((Error::Ownership, None)));
-    assert_eq!(host.kill("docker", squat.clone(), budget()).await.map_err(|f| f.error), Err(Error::Ownership));
-    let kept = engine.inspect_volume(&home).await.expect("foreign volume untouched");
-    assert_eq!(kept.labels.get("io.oac.installation").map(String::as_str), Some("someone-else"));
-    engine.remove_volume(&home, None::<bollard::query_parameters::RemoveVolumeOptions>).await.expect("cleanup");
+    assert_eq!(
+        created.map_err(|f| (f.error, f.info)),
+        Err((Error::Ownership, None))
+    );
+    assert_eq!(
+        host.kill("docker", squat.clone(), budget())
+            .await
+            .map_err(|f| f.error),
+        Err(Error::Ownership)
+    );
+    let kept = engine
+        .inspect_volume(&home)
+        .await
+        .expect("foreign volume untouched");
+    assert_eq!(
+        kept.labels.get("io.oac.installation").map(String::as_str),
+        Some("someone-else")
+    );
+    engine
+        .remove_volume(
+            &home,
+            None::<bollard::query_parameters::RemoveVolumeOptions>,
+        )
+        .await
+        .expect("cleanup");
 }
 
 /// The home volume and container names the adapter derives for `reference`
@@ -270,7 +540,9 @@ async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
 async fn sandbox_names(socket: &PathBuf, reference: &Reference) -> (String, String) {
     let host = adapter(socket, INSTALLATION).await;
     let engine = direct(socket);
-    host.create("docker", bootstrap(reference), budget()).await.expect("probe create");
+    host.create("docker", bootstrap(reference), budget())
+        .await
+        .expect("probe create");
     let container = container_of(&engine, reference).await;
     let home = container
         .mounts
@@ -279,39 +551,85 @@ async fn sandbox_names(socket: &PathBuf, reference: &Reference) -> (String, Stri
         .find(|m| m.destination.as_deref() == Some("/home"))
         .and_then(|m| m.name)
         .expect("home volume");
-    host.kill("docker", reference.clone(), budget()).await.expect("probe kill");
+    host.kill("docker", reference.clone(), budget())
+        .await
+        .expect("probe kill");
     (home, container.name.unwrap_or_default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_command_keeps_bytes_streams_and_exit_codes() {
-    let Some(socket) = engine_socket("docker adapter run-command") else { return };
+    let Some(socket) = engine_socket("docker adapter run-command") else {
+        return;
+    };
     let host = adapter(&socket, INSTALLATION).await;
     let reference = allocation("command");
-    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    host.create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
 
     let binary: Vec<u8> = (0..=255u8).chain([0, 0, 10, 0]).collect();
-    let echoed = run(&host, &reference, &["cat"], Some(binary.clone())).await.expect("cat");
+    let echoed = run(&host, &reference, &["cat"], Some(binary.clone()))
+        .await
+        .expect("cat");
     assert_eq!(echoed.stdout, binary, "stdin bytes, NULs and order kept");
 
     let large: Vec<u8> = (0..1_500_000u32).map(|i| (i % 251) as u8).collect();
     let digest = hex::encode(sha2::Sha256::digest(&large));
-    let summed = run(&host, &reference, &["sha256sum"], Some(large)).await.expect("sha256sum");
-    assert!(String::from_utf8_lossy(&summed.stdout).starts_with(&digest), "more than 1 MiB of stdin arrives intact");
+    let summed = run(&host, &reference, &["sha256sum"], Some(large))
+        .await
+        .expect("sha256sum");
+    assert!(
+        String::from_utf8_lossy(&summed.stdout).starts_with(&digest),
+        "more than 1 MiB of stdin arrives intact"
+    );
 
-    let streams = run(&host, &reference, &["sh", "-c", "echo out; echo err >&2; exit 43"], None).await.expect("streams");
-    assert_eq!((streams.stdout.as_slice(), streams.stderr.as_slice(), streams.exit_code), (&b"out\n"[..], &b"err\n"[..], 43));
+    let streams = run(
+        &host,
+        &reference,
+        &["sh", "-c", "echo out; echo err >&2; exit 43"],
+        None,
+    )
+    .await
+    .expect("streams");
+    assert_eq!(
+        (
+            streams.stdout.as_slice(),
+            streams.stderr.as_slice(),
+            streams.exit_code
+        ),
+        (&b"out\n"[..], &b"err\n"[..], 43)
+    );
 
-    let flood = run(&host, &reference, &["head", "-c", "1100000", "/dev/zero"], None).await;
-    assert_eq!(flood, Err(Error::CommandUnconfirmed), "output past 1 MiB is never a truncated success");
-    let exact = run(&host, &reference, &["head", "-c", "1048576", "/dev/zero"], None).await.expect("exactly 1 MiB");
+    let flood = run(
+        &host,
+        &reference,
+        &["head", "-c", "1100000", "/dev/zero"],
+        None,
+    )
+    .await;
+    assert_eq!(
+        flood,
+        Err(Error::CommandUnconfirmed),
+        "output past 1 MiB is never a truncated success"
+    );
+    let exact = run(
+        &host,
+        &reference,
+        &["head", "-c", "1048576", "/dev/zero"],
+        None,
+    )
+    .await
+    .expect("exactly 1 MiB");
     assert_eq!(exact.stdout.len(), 1 << 20);
     cleanup(&host, &reference).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_start_response_settles_nothing_and_is_never_replayed() {
-    let Some(socket) = engine_socket("docker adapter lost start") else { return };
+    let Some(socket) = engine_socket("docker adapter lost start") else {
+        return;
+    };
     let proxy = proxy::Proxy::start(socket.clone()).await;
     let host = adapter(&proxy.socket, INSTALLATION).await;
     let reference = allocation("lost");
@@ -320,29 +638,117 @@ async fn a_lost_start_response_settles_nothing_and_is_never_replayed() {
     match created {
         Err(Failure { error, info }) => {
             assert_eq!(error, Error::ComputeUnconfirmed);
-            assert!(info.is_none_or(|info| !info.create_settled && !info.bootstrap_complete), "no invented settlement");
+            assert!(
+                info.is_none_or(|info| !info.create_settled && !info.bootstrap_complete),
+                "no invented settlement"
+            );
         }
         Ok(info) => panic!("a lost response was reported as success: {info:?}"),
     }
     assert_eq!(proxy.count("POST", "/start"), 1);
-    assert_eq!(proxy.count("POST", "/containers/create"), 1, "{:?}", proxy.recorded());
-    let seen = host.get_info("docker", reference.clone(), budget()).await.expect("the start took effect");
-    assert_eq!((seen.state, seen.bootstrap_complete), (LifecycleState::Running, true));
+    assert_eq!(
+        proxy.count("POST", "/containers/create"),
+        1,
+        "{:?}",
+        proxy.recorded()
+    );
+    let seen = host
+        .get_info("docker", reference.clone(), budget())
+        .await
+        .expect("the start took effect");
+    assert_eq!(
+        (seen.state, seen.bootstrap_complete),
+        (LifecycleState::Running, true)
+    );
     assert_eq!(proxy.count("POST", "/start"), 1, "start never replayed");
     cleanup(&host, &reference).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_reports_readiness_and_a_missing_image() {
+    let Some(socket) = engine_socket("docker adapter probe") else {
+        return;
+    };
+    let host = adapter(&socket, INSTALLATION).await;
+    assert_eq!(
+        host.probe("docker", budget()).await,
+        Ok(vec![]),
+        "engine, API, limits and image are ready"
+    );
+    let mut row = registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "docker")
+        .expect("docker kind");
+    row.policy = Policy {
+        default_budget_ms: 60_000,
+        ..row.policy
+    };
+    let configuration = json!({
+        "image": format!("sha256:{}", "0".repeat(64)),
+        "network": "none",
+        "seccomp_profile": "{}",
+        "resources": { "cpus": 1, "memory_mib": 64 }
+    });
+    let binding = NodeBinding {
+        installation_id: INSTALLATION.into(),
+        docker_socket: Some(socket.clone()),
+        configuration,
+        credential: None,
+    };
+    let missing = Host::load(
+        runtime(),
+        &[row.clone()],
+        &plugin_dir(),
+        &BTreeMap::from([("docker".to_string(), binding.clone())]),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("loads");
+    use sandbox_host::bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
+    assert_eq!(
+        missing.probe("docker", budget()).await,
+        Ok(vec![Diagnostic::ImageUnavailable])
+    );
+    let broken = NodeBinding {
+        configuration: json!({ "image": "busybox" }),
+        ..binding
+    };
+    let broken = Host::load(
+        runtime(),
+        &[row],
+        &plugin_dir(),
+        &BTreeMap::from([("docker".to_string(), broken)]),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("loads");
+    assert_eq!(
+        broken.probe("docker", budget()).await,
+        Ok(vec![Diagnostic::ConfigurationInvalid])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
-    let Some(socket) = engine_socket("docker adapter nested") else { return };
+    let Some(socket) = engine_socket("docker adapter nested") else {
+        return;
+    };
     let host = adapter_with(&socket, INSTALLATION, true).await;
     let engine = direct(&socket);
     let reference = allocation("nested");
-    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
-    let host_config = container_of(&engine, &reference).await.host_config.expect("host config");
+    host.create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
+    let host_config = container_of(&engine, &reference)
+        .await
+        .host_config
+        .expect("host config");
     assert_eq!(
         host_config.masked_paths,
-        Some(vec!["/sys/firmware".to_string(), "/sys/devices/virtual/powercap".to_string()])
+        Some(vec![
+            "/sys/firmware".to_string(),
+            "/sys/devices/virtual/powercap".to_string()
+        ])
     );
     assert_eq!(host_config.init, Some(true));
     let (masked, _) = shell(&host, &reference, "grep -c ' /proc/kcore ' /proc/mounts").await;
@@ -352,41 +758,81 @@ async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_blocks_readiness_and_never_triggers_cleanup() {
-    let Some(socket) = engine_socket("docker adapter drift") else { return };
+    let Some(socket) = engine_socket("docker adapter drift") else {
+        return;
+    };
     let host = adapter(&socket, INSTALLATION).await;
     let engine = direct(&socket);
     let reference = allocation("drift");
-    host.create("docker", bootstrap(&reference), budget()).await.expect("created");
-    let ready = host.get_info("docker", reference.clone(), budget()).await.expect("observed");
+    host.create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
+    let ready = host
+        .get_info("docker", reference.clone(), budget())
+        .await
+        .expect("observed");
     assert!(ready.bootstrap_complete);
     let id = container_of(&engine, &reference).await.id.expect("id");
-    let update = bollard::models::ContainerUpdateBody { memory: Some(300 << 20), memory_swap: Some(-1), ..Default::default() };
-    engine.update_container(&id, update).await.expect("memory changed by hand");
-    let drifted = host.get_info("docker", reference.clone(), budget()).await.expect("observed");
-    assert_eq!((drifted.state, drifted.bootstrap_complete), (LifecycleState::Running, false));
-    let renewed = host.renew("docker", reference.clone(), budget()).await.expect("renew observes");
+    let update = bollard::models::ContainerUpdateBody {
+        memory: Some(300 << 20),
+        memory_swap: Some(-1),
+        ..Default::default()
+    };
+    engine
+        .update_container(&id, update)
+        .await
+        .expect("memory changed by hand");
+    let drifted = host
+        .get_info("docker", reference.clone(), budget())
+        .await
+        .expect("observed");
+    assert_eq!(
+        (drifted.state, drifted.bootstrap_complete),
+        (LifecycleState::Running, false)
+    );
+    let renewed = host
+        .renew("docker", reference.clone(), budget())
+        .await
+        .expect("renew observes");
     assert!(!renewed.bootstrap_complete);
-    assert!(engine.inspect_container(&id, None).await.is_ok(), "nothing removed");
+    assert!(
+        engine.inspect_container(&id, None).await.is_ok(),
+        "nothing removed"
+    );
     cleanup(&host, &reference).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_reports_one_stats_sample() {
-    let Some(socket) = engine_socket("docker adapter observe") else { return };
+    let Some(socket) = engine_socket("docker adapter observe") else {
+        return;
+    };
     let host = adapter(&socket, INSTALLATION).await;
     let reference = allocation("observe");
-    let created = host.create("docker", bootstrap(&reference), budget()).await.expect("created");
+    let created = host
+        .create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
     let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
         reference: reference.clone(),
         provider_id: created.provider_id.clone(),
     };
-    let sample = host.observe("docker", target.clone(), budget()).await.expect("sample");
+    let sample = host
+        .observe("docker", target.clone(), budget())
+        .await
+        .expect("sample");
     assert_eq!(sample.memory_limit_bytes, 256 << 20);
     assert!(sample.memory_bytes > 0);
     assert!(sample.cpu_seconds >= 0.0);
     assert_eq!(sample.cpus, 0.5);
     assert!(sample.started_at.is_some());
-    let wrong = sandbox_host::bindings::oac::sandbox_provider::types::Target { provider_id: Some("other".into()), ..target };
-    assert_eq!(host.observe("docker", wrong, budget()).await, Err(Error::NotFound));
+    let wrong = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+        provider_id: Some("other".into()),
+        ..target
+    };
+    assert_eq!(
+        host.observe("docker", wrong, budget()).await,
+        Err(Error::NotFound)
+    );
     cleanup(&host, &reference).await;
 }

@@ -198,11 +198,27 @@ async fn an_engine_that_does_not_answer_fails_construction() {
 #[tokio::test]
 async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
     let engine = FakeEngine::start_with_api("1.44").await;
-    let outcome = load_one(steerable("steerable"), binding(Some(engine.socket.clone()), json!({})), Connect::Capabilities).await;
+    let outcome = load_one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), json!({})),
+        Connect::Capabilities,
+    )
+    .await;
     assert!(matches!(
         outcome,
-        Err(sandbox_host::HostError::Docker { error: sandbox_host::capability::docker::DockerConnectError::TooOld, .. })
+        Err(sandbox_host::HostError::Docker {
+            error: sandbox_host::capability::docker::DockerConnectError::TooOld,
+            ..
+        })
     ));
     let current = FakeEngine::start_with_api("1.45").await;
-    assert!(load_one(steerable("steerable"), binding(Some(current.socket.clone()), json!({})), Connect::Capabilities).await.is_ok());
+    assert!(
+        load_one(
+            steerable("steerable"),
+            binding(Some(current.socket.clone()), json!({})),
+            Connect::Capabilities
+        )
+        .await
+        .is_ok()
+    );
 }

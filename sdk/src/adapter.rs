@@ -114,6 +114,12 @@ impl<P: Provider> exports::configuration_adapter::Guest for Adapter<P> {
     }
 }
 
+impl<P: Provider> exports::readiness::Guest for Adapter<P> {
+    fn probe() -> Vec<Diagnostic> {
+        P::probe()
+    }
+}
+
 impl<P: Provider> exports::declarations::Guest for Adapter<P> {
     fn operations() -> Vec<OperationDeclaration> {
         P::operations()

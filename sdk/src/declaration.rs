@@ -39,6 +39,9 @@ pub const CONFIGURATION_OPERATIONS: [&str; 9] = [
     "discover-configuration",
 ];
 
+/// The readiness probe; it cannot fail, so it is always supported.
+pub const READINESS_OPERATIONS: [&str; 1] = ["probe"];
+
 /// True when `reason` matches `^[a-z][a-z0-9_]{0,95}$`.
 pub const fn is_valid_reason(reason: &str) -> bool {
     let bytes = reason.as_bytes();

@@ -47,6 +47,7 @@ pub mod types {
     pub use crate::__bindings::exports::oac::sandbox_provider::declarations::{
         OperationDeclaration, Support,
     };
+    pub use crate::__bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
     pub use crate::__bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
     pub use crate::__bindings::oac::sandbox_provider::types::{
         Bootstrap, Command, CommandResult, Compute, ComputeState, Error, Failure, Info,
@@ -79,8 +80,8 @@ pub mod traits;
 pub mod prelude {
     pub use crate::capability::{context, docker, http, log};
     pub use crate::declaration::{
-        CHECKPOINT_OPERATIONS, OPTIONAL_OPERATIONS, REQUIRED_OPERATIONS, Unsupported, supported,
-        unsupported,
+        CHECKPOINT_OPERATIONS, OPTIONAL_OPERATIONS, READINESS_OPERATIONS, REQUIRED_OPERATIONS,
+        Unsupported, supported, unsupported,
     };
     pub use crate::labels;
     pub use crate::traits::*;

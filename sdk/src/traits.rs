@@ -89,6 +89,12 @@ pub trait ConfigurationAdapter {
     fn discover_configuration() -> Result<Vec<String>, Error>;
 }
 
+/// The construction probe behind readiness.
+pub trait Readiness {
+    /// Every problem found; empty when ready. Observes only.
+    fn probe() -> Vec<Diagnostic>;
+}
+
 /// The explicit decision for every exported operation.
 pub trait Declarations {
     /// Every operation exactly once.
@@ -104,6 +110,7 @@ pub trait Provider:
     + SelectionDiscoverer
     + CredentialVerifier
     + ConfigurationAdapter
+    + Readiness
     + Declarations
 {
 }
@@ -116,6 +123,7 @@ impl<T> Provider for T where
         + SelectionDiscoverer
         + CredentialVerifier
         + ConfigurationAdapter
+        + Readiness
         + Declarations
 {
 }

@@ -126,7 +126,9 @@ impl FakeEngine {
                     None => path,
                 };
                 if path == "/version" {
-                    let body = format!(r#"{{"Version":"26.1.5","ApiVersion":"{api}","MinAPIVersion":"1.24"}}"#);
+                    let body = format!(
+                        r#"{{"Version":"26.1.5","ApiVersion":"{api}","MinAPIVersion":"1.24"}}"#
+                    );
                     return (StatusCode::OK, [("content-type", "application/json")], body)
                         .into_response();
                 }

@@ -71,7 +71,14 @@ pub fn rootfs(busybox: &Path) -> Vec<u8> {
         );
     }
     // Docker copies the image's /tmp attributes onto the tmpfs mounted there.
-    entry(&mut builder, "tmp", 0o1777, tar::EntryType::Directory, b"", None);
+    entry(
+        &mut builder,
+        "tmp",
+        0o1777,
+        tar::EntryType::Directory,
+        b"",
+        None,
+    );
     entry(
         &mut builder,
         "bin/busybox",

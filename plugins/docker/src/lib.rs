@@ -421,9 +421,54 @@ impl ConfigurationAdapter for DockerProvider {
     }
 }
 
+fn api_at_least_1_45(version: &str) -> bool {
+    let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (1, 45))
+}
+
+fn image_matches(configured: &str, image: &docker::ImageSummary) -> bool {
+    if configured.starts_with("sha256:") {
+        image.id == configured
+    } else {
+        image.repo_digests.iter().any(|digest| digest == configured)
+    }
+}
+
+/// Engine reachable, API ≥ 1.45, limits enforced, image present.
+fn probe() -> Vec<Diagnostic> {
+    let Ok(configuration) = NodeConfiguration::parse(&context::configuration()) else {
+        return vec![Diagnostic::ConfigurationInvalid];
+    };
+    let Ok(version) = docker::version() else {
+        return vec![Diagnostic::ProviderUnavailable];
+    };
+    let mut found = Vec::new();
+    if !api_at_least_1_45(&version.api_version) {
+        found.push(Diagnostic::HostUnsupported);
+    }
+    match docker::info() {
+        Ok(info) if info.memory_limit && info.cpu_limit => {}
+        Ok(_) => found.push(Diagnostic::LimitsUnsupported),
+        Err(_) => return vec![Diagnostic::ProviderUnavailable],
+    }
+    match docker::image_inspect(&configuration.image) {
+        Ok(image) if image_matches(&configuration.image, &image) => {}
+        Ok(_) | Err(DockerError::NotFound) => found.push(Diagnostic::ImageUnavailable),
+        Err(_) => return vec![Diagnostic::ProviderUnavailable],
+    }
+    found
+}
+
+impl Readiness for DockerProvider {
+    fn probe() -> Vec<Diagnostic> {
+        probe()
+    }
+}
+
 impl Declarations for DockerProvider {
     fn operations() -> Vec<OperationDeclaration> {
         let mut all = supported(&REQUIRED_OPERATIONS);
+        all.extend(supported(&READINESS_OPERATIONS));
         all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
         all.extend(supported(&["observe"]));
         for decision in [
@@ -458,7 +503,14 @@ mod tests {
     fn the_public_configuration_is_only_the_empty_object() {
         assert_eq!(empty_object("{}"), Ok("{}".into()));
         assert_eq!(empty_object(" { } "), Ok("{}".into()));
-        for bad in ["", "[]", "null", r#"{"credential":"secret"}"#, r#"{"image":"x"}"#, "{"] {
+        for bad in [
+            "",
+            "[]",
+            "null",
+            r#"{"credential":"secret"}"#,
+            r#"{"image":"x"}"#,
+            "{",
+        ] {
             assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
         }
     }
@@ -466,11 +518,14 @@ mod tests {
     #[test]
     fn every_exported_operation_is_declared_once() {
         let declared = DockerProvider::operations();
-        let mut names: Vec<&str> = declared.iter().map(|entry| entry.operation.as_str()).collect();
+        let mut names: Vec<&str> = declared
+            .iter()
+            .map(|entry| entry.operation.as_str())
+            .collect();
         names.sort();
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "no duplicates");
-        assert_eq!(names.len(), 27);
+        assert_eq!(names.len(), 28);
     }
 }

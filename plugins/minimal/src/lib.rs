@@ -142,9 +142,16 @@ impl ConfigurationAdapter for Minimal {
     }
 }
 
+impl Readiness for Minimal {
+    fn probe() -> Vec<Diagnostic> {
+        Vec::new()
+    }
+}
+
 impl Declarations for Minimal {
     fn operations() -> Vec<OperationDeclaration> {
         let mut all = supported(&REQUIRED_OPERATIONS);
+        all.extend(supported(&READINESS_OPERATIONS));
         all.extend(unsupported(
             &CHECKPOINT_OPERATIONS,
             "minimal_has_no_checkpoints",

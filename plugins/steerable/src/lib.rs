@@ -40,6 +40,7 @@ fn reasoned(operation: &str) -> Error {
 
 fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
     let mut all = supported(&REQUIRED_OPERATIONS);
+    all.extend(supported(&READINESS_OPERATIONS));
     if checkpoint {
         all.extend(supported(&CHECKPOINT_OPERATIONS));
     } else {
@@ -55,6 +56,12 @@ fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
 fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
     for entry in all.iter_mut().filter(|entry| entry.operation == operation) {
         entry.support = support.clone();
+    }
+}
+
+impl Readiness for Steerable {
+    fn probe() -> Vec<Diagnostic> {
+        Vec::new()
     }
 }
 
