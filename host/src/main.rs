@@ -31,7 +31,8 @@ struct NodeArgs {
     /// Docker Engine Unix socket for kinds granted Docker (never DOCKER_HOST).
     #[arg(long, default_value = "/var/run/docker.sock")]
     docker_socket: PathBuf,
-    /// A kind's native configuration as a JSON object: `KIND=JSON` (repeatable).
+    /// A kind's native configuration as a JSON object: `KIND=JSON`, or
+    /// `KIND=@FILE` to read it from a file (repeatable).
     #[arg(long = "configuration", value_name = "KIND=JSON")]
     configurations: Vec<String>,
 }
@@ -47,6 +48,12 @@ enum Cmd {
     /// Print each kind's registration, digest, operation inventory,
     /// declaration, configuration requirements and node artifacts as JSON.
     Describe {
+        #[command(flatten)]
+        node: NodeArgs,
+    },
+    /// Run every kind's readiness probe against this node's capabilities and
+    /// print the fixed diagnostics as JSON (exit status 1 when any kind is not ready).
+    Probe {
         #[command(flatten)]
         node: NodeArgs,
     },
@@ -102,7 +109,12 @@ fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
         let (kind, text) = entry
             .split_once('=')
             .context("--configuration takes KIND=JSON")?;
-        let value: Value = serde_json::from_str(text)
+        let text = match text.strip_prefix('@') {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading the configuration of `{kind}` from {path}"))?,
+            None => text.to_string(),
+        };
+        let value: Value = serde_json::from_str(&text)
             .with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
         configurations.insert(kind.to_string(), value);
     }
@@ -262,6 +274,23 @@ async fn run(cli: Cli) -> Result<bool> {
                 serde_json::to_string_pretty(&json!({ "kinds": kinds }))?
             );
             Ok(true)
+        }
+        Cmd::Probe { node } => {
+            let host = load(&node, Connect::Capabilities).await?;
+            let budget = Budget::from_millis(30_000)?;
+            let mut report = serde_json::Map::new();
+            let mut ready = true;
+            for kind in host.kinds() {
+                let name = &kind.registration.kind;
+                let diagnostics = match host.probe(name, budget).await {
+                    Ok(found) => found.iter().map(|d| json!(d)).collect::<Vec<_>>(),
+                    Err(error) => vec![json!(error.code())],
+                };
+                ready &= diagnostics.is_empty();
+                report.insert(name.clone(), json!(diagnostics));
+            }
+            println!("{}", serde_json::to_string_pretty(&Value::Object(report))?);
+            Ok(ready)
         }
         Cmd::Seccomp {
             upstream,
