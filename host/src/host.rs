@@ -2,7 +2,6 @@
 //! operation checks the kind and the declaration, bounds its input, runs in
 //! a fresh instance, and polices the answer before returning it.
 
-use crate::bindings::ProviderPre;
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::ConfigurationRequirements;
 use crate::bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
 use crate::bindings::oac::sandbox_provider::types::{Sample, Target};
@@ -10,6 +9,7 @@ use crate::bindings::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, Reference, Support,
     UnsupportedOperation,
 };
+use crate::bindings::{Provider, ProviderPre};
 use crate::budget::Budget;
 use crate::call::{self, Aborted};
 use crate::capability::docker::{
@@ -306,44 +306,42 @@ impl Host {
         self.kinds.get(kind).ok_or(Error::Invalid)
     }
 
+    /// The common path of every operation: the kind, the declaration (an
+    /// unsupported operation is answered here, before any instance or I/O),
+    /// one call in a fresh instance, and `aborted` when the call ends
+    /// without the component's answer.
+    pub(crate) async fn invoke<R>(
+        &self,
+        kind: &str,
+        operation: &str,
+        budget: Budget,
+        aborted: Error,
+        call: impl AsyncFnOnce(&Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Error> {
+        let kind = self.kind(kind)?;
+        kind.check_supported(operation)?;
+        kind.run(budget, call).await.map_err(|_| aborted)
+    }
+
     /// The kind's configuration requirements (credential, public origin).
     pub async fn requirements(
         &self,
         kind: &str,
         budget: Budget,
     ) -> Result<ConfigurationRequirements, Error> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("requirements")?;
-        kind.run(budget, async |provider, store| {
-            provider
-                .oac_sandbox_provider_configuration_adapter()
-                .call_requirements(store)
-                .await
-        })
+        self.invoke(
+            kind,
+            "requirements",
+            budget,
+            Error::ComputeUnconfirmed,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_configuration_adapter()
+                    .call_requirements(store)
+                    .await
+            },
+        )
         .await
-        .map_err(|_| Error::ComputeUnconfirmed)
-    }
-
-    /// Runs a mutation (create, renew, kill): declaration check, one call,
-    /// and the policing of its answer. Never replayed.
-    async fn mutate(
-        &self,
-        kind: &str,
-        operation: &str,
-        allocation: &Reference,
-        budget: Budget,
-        call: impl AsyncFnOnce(
-            &crate::bindings::Provider,
-            &mut wasmtime::Store<CallState>,
-        ) -> wasmtime::Result<Result<Info, Failure>>,
-    ) -> Result<Info, Failure> {
-        let kind = self.kind(kind)?;
-        kind.check_supported(operation)?;
-        let answer = kind
-            .run(budget, call)
-            .await
-            .map_err(|_| Failure::from(Error::ComputeUnconfirmed))?;
-        police_mutation(answer, allocation)
     }
 
     /// Create compute for the allocation. Never replayed.
@@ -353,20 +351,21 @@ impl Host {
         request: Bootstrap,
         budget: Budget,
     ) -> Result<Info, Failure> {
-        let allocation = request.reference.clone();
-        self.mutate(
-            kind,
-            "create",
-            &allocation,
-            budget,
-            async |provider, store| {
-                provider
-                    .oac_sandbox_provider_sandbox_provider()
-                    .call_create(store, &request)
-                    .await
-            },
-        )
-        .await
+        let answer = self
+            .invoke(
+                kind,
+                "create",
+                budget,
+                Error::ComputeUnconfirmed,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_create(store, &request)
+                        .await
+                },
+            )
+            .await?;
+        police_mutation(answer, &request.reference)
     }
 
     /// Observe the allocation.
@@ -376,17 +375,20 @@ impl Host {
         allocation: Reference,
         budget: Budget,
     ) -> Result<Info, Error> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("get-info")?;
-        let answer = kind
-            .run(budget, async |provider, store| {
-                provider
-                    .oac_sandbox_provider_sandbox_provider()
-                    .call_get_info(store, &allocation)
-                    .await
-            })
-            .await
-            .map_err(|_| Error::ComputeUnconfirmed)?;
+        let answer = self
+            .invoke(
+                kind,
+                "get-info",
+                budget,
+                Error::ComputeUnconfirmed,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_get_info(store, &allocation)
+                        .await
+                },
+            )
+            .await?;
         police_read(answer, &allocation)
     }
 
@@ -397,19 +399,21 @@ impl Host {
         allocation: Reference,
         budget: Budget,
     ) -> Result<Info, Failure> {
-        self.mutate(
-            kind,
-            "renew",
-            &allocation,
-            budget,
-            async |provider, store| {
-                provider
-                    .oac_sandbox_provider_sandbox_provider()
-                    .call_renew(store, &allocation)
-                    .await
-            },
-        )
-        .await
+        let answer = self
+            .invoke(
+                kind,
+                "renew",
+                budget,
+                Error::ComputeUnconfirmed,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_renew(store, &allocation)
+                        .await
+                },
+            )
+            .await?;
+        police_mutation(answer, &allocation)
     }
 
     /// Delete the allocation's resources.
@@ -419,33 +423,38 @@ impl Host {
         allocation: Reference,
         budget: Budget,
     ) -> Result<Info, Failure> {
-        self.mutate(
-            kind,
-            "kill",
-            &allocation,
-            budget,
-            async |provider, store| {
-                provider
-                    .oac_sandbox_provider_sandbox_provider()
-                    .call_kill(store, &allocation)
-                    .await
-            },
-        )
-        .await
+        let answer = self
+            .invoke(
+                kind,
+                "kill",
+                budget,
+                Error::ComputeUnconfirmed,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_kill(store, &allocation)
+                        .await
+                },
+            )
+            .await?;
+        police_mutation(answer, &allocation)
     }
 
     /// The kind's readiness diagnostics on this node (empty when ready).
     pub async fn probe(&self, kind: &str, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("probe")?;
-        kind.run(budget, async |provider, store| {
-            provider
-                .oac_sandbox_provider_readiness()
-                .call_probe(store)
-                .await
-        })
+        self.invoke(
+            kind,
+            "probe",
+            budget,
+            Error::ObservationUnavailable,
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_readiness()
+                    .call_probe(store)
+                    .await
+            },
+        )
         .await
-        .map_err(|_| Error::ObservationUnavailable)
     }
 
     /// One resource-usage sample. Expiry or a trap is
@@ -456,17 +465,20 @@ impl Host {
         target: Target,
         budget: Budget,
     ) -> Result<Sample, Error> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("observe")?;
-        let answer = kind
-            .run(budget, async |provider, store| {
-                provider
-                    .oac_sandbox_provider_observation_source()
-                    .call_observe(store, &target)
-                    .await
-            })
-            .await
-            .map_err(|_| Error::ObservationUnavailable)?;
+        let answer = self
+            .invoke(
+                kind,
+                "observe",
+                budget,
+                Error::ObservationUnavailable,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_observation_source()
+                        .call_observe(store, &target)
+                        .await
+                },
+            )
+            .await?;
         match answer {
             Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => {
                 Err(Error::ObservationUnavailable)
@@ -483,25 +495,27 @@ impl Host {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
-        let kind = self.kind(kind)?;
-        kind.check_supported("run-command")?;
-        if request.args.is_empty()
-            || request
-                .stdin
-                .as_ref()
-                .is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES)
-        {
+        let stdin_too_large = request
+            .stdin
+            .as_ref()
+            .is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES);
+        if request.args.is_empty() || stdin_too_large {
             return Err(Error::Invalid);
         }
-        let answer = kind
-            .run(budget, async |provider, store| {
-                provider
-                    .oac_sandbox_provider_sandbox_provider()
-                    .call_run_command(store, &allocation, &request)
-                    .await
-            })
-            .await
-            .map_err(|_| Error::CommandUnconfirmed)?;
+        let answer = self
+            .invoke(
+                kind,
+                "run-command",
+                budget,
+                Error::CommandUnconfirmed,
+                async |provider, store| {
+                    provider
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_run_command(store, &allocation, &request)
+                        .await
+                },
+            )
+            .await?;
         police_command(answer)
     }
 }

@@ -69,6 +69,11 @@ pub enum LoadError {
     },
 }
 
+/// The engine (pooling allocator, epoch ticker) could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("the WebAssembly engine could not be created")]
+pub struct EngineError;
+
 /// The engine, its compile cache and its epoch ticker. One per process is
 /// enough; hosts may share it.
 pub struct Runtime {
@@ -81,7 +86,7 @@ pub struct Runtime {
 impl Runtime {
     /// An engine with the pooling allocator and epoch interruption, and a
     /// thread that advances the epoch every [`EPOCH_TICK`].
-    pub fn new() -> anyhow::Result<Arc<Self>> {
+    pub fn new() -> Result<Arc<Self>, EngineError> {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(POOL_INSTANCES)
             .total_core_instances(POOL_INSTANCES * 4)
@@ -94,13 +99,14 @@ impl Runtime {
         config
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config)?;
+        let engine = Engine::new(&config).map_err(|_| EngineError)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|_| EngineError)?;
         crate::bindings::Provider::add_to_linker::<CallState, HasSelf<CallState>>(
             &mut linker,
             |state| state,
-        )?;
+        )
+        .map_err(|_| EngineError)?;
         let ticking = Arc::new(AtomicBool::new(true));
         let (weak, flag) = (engine.weak(), ticking.clone());
         std::thread::Builder::new()
@@ -113,7 +119,8 @@ impl Runtime {
                         None => break,
                     }
                 }
-            })?;
+            })
+            .map_err(|_| EngineError)?;
         Ok(Arc::new(Self {
             engine,
             linker,

@@ -136,3 +136,130 @@ async fn native_error_text_never_reaches_the_caller() {
     let shown = format!("{answer:?}");
     assert!(!shown.contains("native engine text"), "{shown}");
 }
+
+#[tokio::test]
+async fn declared_unsupported_operations_are_answered_before_any_io() {
+    use sandbox_host::bindings::UnsupportedOperation;
+    use sandbox_host::bindings::oac::sandbox_provider::types::{
+        Compute, SnapshotIdentity, SuspendRequest, Target,
+    };
+    let engine = FakeEngine::start().await;
+    let host = steered(&engine, "volume-inspect").await;
+    let budget = Budget::from_millis(5_000).expect("budget");
+    let compute = Compute {
+        generation: 0,
+        name: "c".into(),
+        id: "i".into(),
+        restored_from: None,
+    };
+    let unsupported = |operation: &str, reason: &str| {
+        Err::<(), _>(Error::Unsupported(UnsupportedOperation {
+            operation: operation.into(),
+            reason: reason.into(),
+        }))
+    };
+    let checkpoint = "steerable_has_no_checkpoints";
+    let observation = "steerable_has_no_observation";
+    assert_eq!(
+        host.initial("steerable", reference(), budget)
+            .await
+            .map(|_| ()),
+        unsupported("initial", checkpoint)
+    );
+    assert_eq!(
+        host.new_compute("steerable", reference(), 1, budget)
+            .await
+            .map(|_| ()),
+        unsupported("new-compute", checkpoint)
+    );
+    assert_eq!(
+        host.suspend(
+            "steerable",
+            SuspendRequest {
+                reference: reference(),
+                compute: compute.clone(),
+                observe_only: false
+            },
+            budget
+        )
+        .await
+        .map(|_| ()),
+        unsupported("suspend", checkpoint)
+    );
+    assert_eq!(
+        host.kill_compute("steerable", reference(), compute.clone(), budget)
+            .await,
+        unsupported("kill-compute", checkpoint)
+    );
+    let snapshot = SnapshotIdentity {
+        name: "s".into(),
+        id: "i".into(),
+    };
+    assert_eq!(
+        host.delete_snapshot("steerable", reference(), snapshot, budget)
+            .await,
+        unsupported("delete-snapshot", checkpoint)
+    );
+    let target = Target {
+        reference: reference(),
+        provider_id: None,
+    };
+    assert_eq!(
+        host.observe("steerable", target.clone(), budget)
+            .await
+            .map(|_| ()),
+        unsupported("observe", observation)
+    );
+    assert_eq!(
+        host.observe_batch("steerable", vec![target], budget)
+            .await
+            .map(|_| ()),
+        unsupported("observe-batch", observation)
+    );
+    assert_eq!(
+        host.discover_selection("steerable", budget)
+            .await
+            .map(|_| ()),
+        unsupported("discover-selection", observation)
+    );
+    assert_eq!(
+        host.verify_credential("steerable", "secret".into(), budget)
+            .await,
+        unsupported("verify-credential", observation)
+    );
+    assert!(
+        engine.recorded().is_empty(),
+        "no native request: {:?}",
+        engine.recorded()
+    );
+    // A supported operation of the same kind does reach the engine.
+    assert_eq!(
+        host.get_info("steerable", reference(), budget).await,
+        Err(Error::Ownership)
+    );
+    assert_eq!(
+        engine.recorded(),
+        vec!["GET /volumes/oac-victim".to_string()]
+    );
+}
+
+#[tokio::test]
+async fn a_batch_over_one_hundred_targets_is_invalid() {
+    use sandbox_host::bindings::oac::sandbox_provider::types::Target;
+    let engine = FakeEngine::start().await;
+    let host = steered(&engine, "none").await;
+    let targets = vec![
+        Target {
+            reference: reference(),
+            provider_id: None
+        };
+        101
+    ];
+    let budget = Budget::from_millis(5_000).expect("budget");
+    assert_eq!(
+        host.observe_batch("steerable", targets, budget)
+            .await
+            .map(|_| ()),
+        Err(Error::Invalid)
+    );
+}
