@@ -209,6 +209,7 @@ impl Host {
                         socket,
                         &binding.installation_id,
                         Duration::from_secs(10),
+                        binding.hook.clone(),
                     )
                     .await
                     .map_err(|error| HostError::Docker {

@@ -131,6 +131,7 @@ fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
                     .remove(&registration.kind)
                     .unwrap_or_else(|| json!({})),
                 credential: None,
+                hook: None,
             };
             (registration.kind, binding)
         })

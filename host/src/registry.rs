@@ -133,6 +133,9 @@ pub struct NodeBinding {
     pub configuration: serde_json::Value,
     /// Vendor credential the HTTP capability may attach; never shown to the component.
     pub credential: Option<String>,
+    /// Sees every native request of this binding and may inject faults
+    /// (the contract suite's instrument; `None` in production).
+    pub hook: Option<std::sync::Arc<dyn crate::capability::faults::NativeHook>>,
 }
 
 /// A registration or binding that must not be loaded. It names the field,
@@ -499,6 +502,7 @@ mod tests {
             docker_socket: Some("/run/oac/docker.sock".into()),
             configuration: serde_json::json!({}),
             credential: None,
+            hook: None,
         };
         assert_eq!(validate_node_binding(&registration, &good), Ok(()));
         let cases = [

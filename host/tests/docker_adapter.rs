@@ -81,6 +81,7 @@ async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool
         docker_socket: Some(socket.clone()),
         configuration,
         credential: None,
+        hook: None,
     };
     let bindings = BTreeMap::from([("docker".to_string(), binding)]);
     Host::load(
@@ -692,6 +693,7 @@ async fn the_probe_reports_readiness_and_a_missing_image() {
         docker_socket: Some(socket.clone()),
         configuration,
         credential: None,
+        hook: None,
     };
     let missing = Host::load(
         runtime(),

@@ -222,3 +222,94 @@ async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
         .is_ok()
     );
 }
+
+/// Records every native request and injects one fault into the first
+/// request with the given action.
+#[derive(Debug, Default)]
+struct Faulty {
+    seen: std::sync::Mutex<Vec<String>>,
+    inject: Option<(&'static str, sandbox_host::capability::faults::Fault)>,
+}
+
+impl sandbox_host::capability::faults::NativeHook for Faulty {
+    fn on_request(
+        &self,
+        request: &sandbox_host::capability::faults::NativeRequest,
+    ) -> Option<sandbox_host::capability::faults::Fault> {
+        let mut seen = self.seen.lock().expect("lock");
+        seen.push(request.action.to_string());
+        let first = seen
+            .iter()
+            .filter(|action| *action == request.action)
+            .count()
+            == 1;
+        self.inject
+            .filter(|(action, _)| first && *action == request.action)
+            .map(|(_, fault)| fault)
+    }
+}
+
+async fn faulted(
+    socket: &PathBuf,
+    volume: &str,
+    fault: sandbox_host::capability::faults::Fault,
+) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
+    let hook = std::sync::Arc::new(Faulty {
+        inject: Some(("volume-create", fault)),
+        ..Default::default()
+    });
+    let mut binding = binding(
+        Some(socket.clone()),
+        json!({ "action": "volume-create", "volume": volume }),
+    );
+    binding.hook = Some(hook.clone());
+    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+        .await
+        .expect("loads");
+    let answer = host
+        .get_info(
+            "steerable",
+            reference("a"),
+            Budget::from_millis(2_000).expect("budget"),
+        )
+        .await;
+    let seen = hook.seen.lock().expect("lock").clone();
+    (answer, seen)
+}
+
+#[tokio::test]
+async fn injected_faults_act_at_the_capability_boundary() {
+    use sandbox_host::capability::faults::Fault;
+    let Some(socket) = engine_socket("capability faults") else {
+        return;
+    };
+    let engine = direct(&socket);
+
+    let volume = unique("oac-fault-before");
+    let (answer, seen) = faulted(&socket, &volume, Fault::FailBeforeDispatch).await;
+    assert_eq!(
+        (answer, seen),
+        (
+            Err(Error::ComputeUnconfirmed),
+            vec!["volume-create".to_string()]
+        )
+    );
+    assert!(engine.inspect_volume(&volume).await.is_err(), "never sent");
+
+    for fault in [Fault::LoseResponse, Fault::CancelAfterDispatch] {
+        let volume = unique("oac-fault-after");
+        let (answer, _) = faulted(&socket, &volume, fault).await;
+        assert_eq!(answer, Err(Error::ComputeUnconfirmed), "{fault:?}");
+        assert!(
+            engine.inspect_volume(&volume).await.is_ok(),
+            "{fault:?}: the request took effect"
+        );
+        engine
+            .remove_volume(
+                &volume,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await
+            .expect("cleanup");
+    }
+}

@@ -3,6 +3,7 @@
 //! grants: an ungranted capability answers `denied` before any I/O.
 
 pub mod docker;
+pub mod faults;
 pub mod http;
 mod linking;
 pub mod log;

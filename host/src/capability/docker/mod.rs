@@ -9,6 +9,7 @@ use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
     ExecOutput, ExecSpec, ImageSummary, Label, StatsReading, VolumeSummary,
 };
+use crate::capability::faults::{Fault, NativeHook, NativeRequest};
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::{
@@ -22,6 +23,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
@@ -52,6 +54,7 @@ pub enum DockerConnectError {
 pub struct DockerBroker {
     client: Docker,
     installation: String,
+    hook: Option<Arc<dyn NativeHook>>,
 }
 
 fn parse_api_version(version: &str) -> Option<(u32, u32)> {
@@ -85,6 +88,20 @@ fn classify(error: BollardError) -> DockerError {
 fn to_labels(map: Option<HashMap<String, String>>) -> Vec<Label> {
     let mut labels: Vec<Label> = map.unwrap_or_default().into_iter().collect();
     labels.sort();
+    labels
+}
+
+/// Under [`Fault::ForeignOwnership`], the resource appears labelled for
+/// another installation.
+fn relabel(mut labels: Vec<Label>, fault: Option<Fault>) -> Vec<Label> {
+    if fault == Some(Fault::ForeignOwnership) {
+        labels.retain(|(key, _)| key != INSTALLATION_LABEL);
+        labels.push((
+            INSTALLATION_LABEL.to_string(),
+            "foreign-installation".to_string(),
+        ));
+        labels.sort();
+    }
     labels
 }
 
@@ -166,11 +183,13 @@ fn engine_body(spec: &ContainerSpec) -> ContainerCreateBody {
 }
 
 impl DockerBroker {
-    /// Connects to the engine at `socket` and requires API ≥ 1.45.
+    /// Connects to the engine at `socket` and requires API ≥ 1.45. The
+    /// construction check itself is not shown to `hook`.
     pub async fn connect(
         socket: &Path,
         installation: &str,
         timeout: Duration,
+        hook: Option<Arc<dyn NativeHook>>,
     ) -> Result<Self, DockerConnectError> {
         let path = socket.to_str().ok_or(DockerConnectError::Unreachable)?;
         let pinned = bollard::ClientVersion {
@@ -194,28 +213,69 @@ impl DockerBroker {
         Ok(Self {
             client,
             installation: installation.to_string(),
+            hook,
         })
     }
 
-    /// Runs one engine request within the call's deadline. A request is
-    /// never sent once the deadline has passed; one cut off by it is
-    /// `unconfirmed`.
-    async fn within<T>(
+    /// Shows the request to the hook, which may choose a fault for it.
+    fn decide(&self, action: &'static str, target: &str) -> Option<Fault> {
+        let request = NativeRequest {
+            capability: "docker",
+            action,
+            target: target.to_string(),
+        };
+        self.hook
+            .as_ref()
+            .and_then(|hook| hook.on_request(&request))
+    }
+
+    /// Runs one engine request within the call's deadline, applying `fault`.
+    /// A request is never sent once the deadline has passed; one cut off by
+    /// it is `unconfirmed`. Nothing is retried.
+    async fn dispatch<T>(
         deadline: Instant,
+        fault: Option<Fault>,
+        removal: bool,
         request: impl Future<Output = Result<T, BollardError>>,
     ) -> Result<T, DockerError> {
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadline || fault == Some(Fault::FailBeforeDispatch) {
             return Err(DockerError::Unavailable);
         }
-        match tokio::time::timeout_at(deadline.into(), request).await {
+        if removal && fault == Some(Fault::FailCleanup) {
+            return Err(DockerError::Failed);
+        }
+        let outcome = tokio::time::timeout_at(deadline.into(), request).await;
+        match fault {
+            Some(Fault::LoseResponse) => return Err(DockerError::Unconfirmed),
+            Some(Fault::CancelAfterDispatch) => {
+                tokio::time::sleep_until(deadline.into()).await;
+                return Err(DockerError::Unconfirmed);
+            }
+            _ => {}
+        }
+        match outcome {
             Ok(result) => result.map_err(classify),
             Err(_) => Err(DockerError::Unconfirmed),
         }
     }
 
+    /// [`Self::decide`] then [`Self::dispatch`].
+    async fn send<T>(
+        &self,
+        deadline: Instant,
+        action: &'static str,
+        target: &str,
+        request: impl Future<Output = Result<T, BollardError>>,
+    ) -> Result<T, DockerError> {
+        let fault = self.decide(action, target);
+        Self::dispatch(deadline, fault, action.ends_with("-remove"), request).await
+    }
+
     /// Engine version.
     pub async fn version(&self, deadline: Instant) -> Result<EngineVersion, DockerError> {
-        let version = Self::within(deadline, self.client.version()).await?;
+        let version = self
+            .send(deadline, "version", "", self.client.version())
+            .await?;
         Ok(EngineVersion {
             version: version.version.unwrap_or_default(),
             api_version: version.api_version.unwrap_or_default(),
@@ -224,7 +284,7 @@ impl DockerBroker {
 
     /// Engine capabilities.
     pub async fn info(&self, deadline: Instant) -> Result<EngineInfo, DockerError> {
-        let info = Self::within(deadline, self.client.info()).await?;
+        let info = self.send(deadline, "info", "", self.client.info()).await?;
         Ok(EngineInfo {
             cpus: info.ncpu.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
             memory_bytes: info
@@ -245,7 +305,14 @@ impl DockerBroker {
         if image.trim().is_empty() {
             return Err(DockerError::Invalid);
         }
-        let found = Self::within(deadline, self.client.inspect_image(image)).await?;
+        let found = self
+            .send(
+                deadline,
+                "image-inspect",
+                image,
+                self.client.inspect_image(image),
+            )
+            .await?;
         Ok(ImageSummary {
             id: found.id.unwrap_or_default(),
             repo_digests: found.repo_digests.unwrap_or_default(),
@@ -262,7 +329,14 @@ impl DockerBroker {
         if !floor::is_resource_name(container) {
             return Err(DockerError::Invalid);
         }
-        let found = Self::within(deadline, self.client.inspect_container(container, None)).await?;
+        let fault = self.decide("container-inspect", container);
+        let found = Self::dispatch(
+            deadline,
+            fault,
+            false,
+            self.client.inspect_container(container, None),
+        )
+        .await?;
         let config = found.config.unwrap_or_default();
         let host = found.host_config.unwrap_or_default();
         let state = found.state.unwrap_or_default();
@@ -273,7 +347,7 @@ impl DockerBroker {
                 .unwrap_or_default()
                 .trim_start_matches('/')
                 .to_string(),
-            labels: to_labels(config.labels),
+            labels: relabel(to_labels(config.labels), fault),
             image: config.image.unwrap_or_default(),
             image_id: found.image.unwrap_or_default(),
             status: status(state.status),
@@ -333,7 +407,14 @@ impl DockerBroker {
             .all(true)
             .filters(&self.label_filters(labels))
             .build();
-        let found = Self::within(deadline, self.client.list_containers(Some(options))).await?;
+        let found = self
+            .send(
+                deadline,
+                "container-list",
+                "",
+                self.client.list_containers(Some(options)),
+            )
+            .await?;
         let mut names: Vec<String> = found
             .into_iter()
             .filter_map(|summary| summary.names.and_then(|names| names.into_iter().next()))
@@ -361,12 +442,15 @@ impl DockerBroker {
         let options = CreateContainerOptionsBuilder::default()
             .name(&spec.name)
             .build();
-        let created = Self::within(
-            deadline,
-            self.client
-                .create_container(Some(options), engine_body(spec)),
-        )
-        .await?;
+        let created = self
+            .send(
+                deadline,
+                "container-create",
+                &spec.name,
+                self.client
+                    .create_container(Some(options), engine_body(spec)),
+            )
+            .await?;
         Ok(created.id)
     }
 
@@ -377,7 +461,13 @@ impl DockerBroker {
         deadline: Instant,
     ) -> Result<(), DockerError> {
         self.owned_container(container, deadline).await?;
-        Self::within(deadline, self.client.start_container(container, None)).await
+        self.send(
+            deadline,
+            "container-start",
+            container,
+            self.client.start_container(container, None),
+        )
+        .await
     }
 
     /// Removes an owned container.
@@ -392,8 +482,10 @@ impl DockerBroker {
             .force(force)
             .v(false)
             .build();
-        Self::within(
+        self.send(
             deadline,
+            "container-remove",
+            container,
             self.client.remove_container(container, Some(options)),
         )
         .await
@@ -411,13 +503,14 @@ impl DockerBroker {
             .one_shot(true)
             .build();
         let mut stream = self.client.stats(container, Some(options));
-        let reading = Self::within(deadline, async {
-            stream
-                .next()
-                .await
-                .unwrap_or(Err(BollardError::RequestTimeoutError))
-        })
-        .await?;
+        let reading = self
+            .send(deadline, "container-stats", container, async {
+                stream
+                    .next()
+                    .await
+                    .unwrap_or(Err(BollardError::RequestTimeoutError))
+            })
+            .await?;
         let cpu = reading.cpu_stats.unwrap_or_default();
         let memory = reading.memory_stats.unwrap_or_default();
         Ok(StatsReading {
@@ -440,10 +533,12 @@ impl DockerBroker {
         if !floor::is_resource_name(volume) {
             return Err(DockerError::Invalid);
         }
-        let found = Self::within(deadline, self.client.inspect_volume(volume)).await?;
+        let fault = self.decide("volume-inspect", volume);
+        let found =
+            Self::dispatch(deadline, fault, false, self.client.inspect_volume(volume)).await?;
         Ok(VolumeSummary {
             name: found.name,
-            labels: to_labels(Some(found.labels)),
+            labels: relabel(to_labels(Some(found.labels)), fault),
         })
     }
 
@@ -456,7 +551,14 @@ impl DockerBroker {
         let options = ListVolumesOptionsBuilder::default()
             .filters(&self.label_filters(labels))
             .build();
-        let found = Self::within(deadline, self.client.list_volumes(Some(options))).await?;
+        let found = self
+            .send(
+                deadline,
+                "volume-list",
+                "",
+                self.client.list_volumes(Some(options)),
+            )
+            .await?;
         let mut names: Vec<String> = found
             .volumes
             .unwrap_or_default()
@@ -485,7 +587,14 @@ impl DockerBroker {
             labels: Some(labels.iter().cloned().collect()),
             ..Default::default()
         };
-        let created = Self::within(deadline, self.client.create_volume(request)).await?;
+        let created = self
+            .send(
+                deadline,
+                "volume-create",
+                volume,
+                self.client.create_volume(request),
+            )
+            .await?;
         Ok(VolumeSummary {
             name: created.name,
             labels: to_labels(Some(created.labels)),
@@ -495,8 +604,10 @@ impl DockerBroker {
     /// Removes an owned volume.
     pub async fn volume_remove(&self, volume: &str, deadline: Instant) -> Result<(), DockerError> {
         self.owned_volume(volume, deadline).await?;
-        Self::within(
+        self.send(
             deadline,
+            "volume-remove",
+            volume,
             self.client.remove_volume(
                 volume,
                 None::<bollard::query_parameters::RemoveVolumeOptions>,
@@ -521,8 +632,10 @@ impl DockerBroker {
             .path(path)
             .build();
         let body = bollard::body_full(archive.into());
-        Self::within(
+        self.send(
             deadline,
+            "archive-upload",
+            container,
             self.client
                 .upload_to_container(container, Some(options), body),
         )
@@ -556,8 +669,22 @@ impl DockerBroker {
             working_dir: spec.working_dir.clone(),
             ..Default::default()
         };
-        let created = Self::within(deadline, self.client.create_exec(container, config)).await?;
-        let started = Self::within(deadline, self.client.start_exec(&created.id, None)).await?;
+        let created = self
+            .send(
+                deadline,
+                "exec-create",
+                container,
+                self.client.create_exec(container, config),
+            )
+            .await?;
+        let started = self
+            .send(
+                deadline,
+                "exec-start",
+                container,
+                self.client.start_exec(&created.id, None),
+            )
+            .await?;
         let bollard::exec::StartExecResults::Attached {
             mut output,
             mut input,
@@ -597,7 +724,14 @@ impl DockerBroker {
         if written.is_err() {
             tracing::debug!(event = "exec_stdin_not_consumed");
         }
-        let inspected = Self::within(deadline, self.client.inspect_exec(&created.id)).await?;
+        let inspected = self
+            .send(
+                deadline,
+                "exec-inspect",
+                container,
+                self.client.inspect_exec(&created.id),
+            )
+            .await?;
         let exit_code = match inspected.running {
             Some(false) => inspected
                 .exit_code

@@ -1,0 +1,54 @@
+//! The capability boundary's observation point. Every native request a
+//! capability is about to send is shown to the node binding's hook, which
+//! may record it and may inject one fault. The contract suite uses this to
+//! exercise any vendor's adapter without knowing its API: it sees the
+//! requests, not the vendor's wire format.
+
+use std::fmt;
+
+/// One native request a capability is about to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeRequest {
+    /// The capability, e.g. `docker`.
+    pub capability: &'static str,
+    /// What the request does, e.g. `container-create`, `volume-remove`.
+    pub action: &'static str,
+    /// The resource it names (container, volume, image), or empty.
+    pub target: String,
+}
+
+impl fmt::Display for NativeRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} {}", self.capability, self.action, self.target)
+    }
+}
+
+impl NativeRequest {
+    /// True for requests that delete something (cleanup).
+    pub fn is_removal(&self) -> bool {
+        self.action.ends_with("-remove")
+    }
+}
+
+/// A fault injected into one native request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The request is never sent; the component sees `unavailable`.
+    FailBeforeDispatch,
+    /// The request is sent and takes effect; its response is lost
+    /// (`unconfirmed`).
+    LoseResponse,
+    /// The request is sent and takes effect; then the caller's budget runs
+    /// out while waiting, so the whole operation is cancelled.
+    CancelAfterDispatch,
+    /// The response shows the resource labelled for another installation.
+    ForeignOwnership,
+    /// A removal fails (`failed`) without being sent; other requests pass.
+    FailCleanup,
+}
+
+/// Sees every native request of a node binding; may inject one fault each.
+pub trait NativeHook: Send + Sync + fmt::Debug {
+    /// Called before each request is sent.
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault>;
+}
