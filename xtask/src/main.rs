@@ -38,10 +38,18 @@ fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-fn build_plugins(out: &Path) -> Result<()> {
-    let root = workspace_root();
-    let manifest = root.join("plugins/Cargo.toml");
-    eprintln!("[1/2] building plugins for wasm32-wasip2 (release)");
+/// The contract suite's deliberately broken adapters, one build per feature.
+const MUTANTS: [&str; 5] = [
+    "retry-create",
+    "delete-foreign",
+    "invent-settlement",
+    "io-before-unsupported",
+    "leak-secret",
+];
+
+/// Builds components in the plugins workspace (release, wasm32-wasip2).
+fn build_components(extra: &[&str]) -> Result<()> {
+    let manifest = workspace_root().join("plugins/Cargo.toml");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args([
             "build",
@@ -51,11 +59,32 @@ fn build_plugins(out: &Path) -> Result<()> {
             "--manifest-path",
         ])
         .arg(&manifest)
+        .args(extra)
         .status()
         .context("running cargo for the plugins workspace")?;
     if !status.success() {
         bail!("plugin build failed (is the target installed? `rustup target add wasm32-wasip2`)");
     }
+    Ok(())
+}
+
+/// Copies a built component to `out/name` with its `.sha256` beside it.
+fn stage(component: &Path, out: &Path, name: &str) -> Result<()> {
+    let bytes =
+        std::fs::read(component).with_context(|| format!("reading {}", component.display()))?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    std::fs::write(out.join(name), &bytes).with_context(|| format!("staging {name}"))?;
+    std::fs::write(
+        out.join(format!("{name}.sha256")),
+        format!("{digest}  {name}\n"),
+    )
+    .with_context(|| format!("writing the digest of {name}"))?;
+    eprintln!("  {name:<34} {:>8} bytes  sha256 {digest}", bytes.len());
+    Ok(())
+}
+
+fn build_plugins(out: &Path) -> Result<()> {
+    let root = workspace_root();
     let built = root.join("plugins/target/wasm32-wasip2/release");
     let out = if out.is_absolute() {
         out.to_path_buf()
@@ -63,36 +92,42 @@ fn build_plugins(out: &Path) -> Result<()> {
         root.join(out)
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    eprintln!("[1/3] building the adapters for wasm32-wasip2 (release)");
+    build_components(&["--workspace", "--exclude", "mutants"])?;
     let mut components: Vec<PathBuf> = std::fs::read_dir(&built)
         .with_context(|| format!("reading {}", built.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
+        .filter(|path| path.file_stem().is_some_and(|stem| stem != "mutants"))
         .collect();
     components.sort();
     if components.is_empty() {
         bail!("no components were built in {}", built.display());
     }
     eprintln!(
-        "[2/2] staging {} component(s) in {}",
+        "[2/3] staging {} component(s) in {}",
         components.len(),
         out.display()
     );
-    for component in components {
+    for component in &components {
         let name = component
             .file_name()
             .context("component name")?
             .to_string_lossy()
             .into_owned();
-        let bytes = std::fs::read(&component)
-            .with_context(|| format!("reading {}", component.display()))?;
-        let digest = hex::encode(Sha256::digest(&bytes));
-        std::fs::write(out.join(&name), &bytes).with_context(|| format!("staging {name}"))?;
-        std::fs::write(
-            out.join(format!("{name}.sha256")),
-            format!("{digest}  {name}\n"),
-        )
-        .with_context(|| format!("writing the digest of {name}"))?;
-        eprintln!("  {name:<24} {:>8} bytes  sha256 {digest}", bytes.len());
+        stage(component, &out, &name)?;
+    }
+    eprintln!(
+        "[3/3] building the contract suite's {} mutants",
+        MUTANTS.len()
+    );
+    for mutant in MUTANTS {
+        build_components(&["--package", "mutants", "--features", mutant])?;
+        stage(
+            &built.join("mutants.wasm"),
+            &out,
+            &format!("mutant-{mutant}.wasm"),
+        )?;
     }
     Ok(())
 }

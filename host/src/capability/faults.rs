@@ -51,4 +51,18 @@ pub enum Fault {
 pub trait NativeHook: Send + Sync + fmt::Debug {
     /// Called before each request is sent.
     fn on_request(&self, request: &NativeRequest) -> Option<Fault>;
+
+    /// Called when the native side answered a dispatched request (before
+    /// any injected fault changes what the component sees): `succeeded` is
+    /// false for error statuses and transport failures.
+    fn on_response(&self, request: &NativeRequest, succeeded: bool) {
+        let _ = (request, succeeded);
+    }
+
+    /// Called when the component calls a capability function, before the
+    /// host's policy decides anything: an attempt the host refuses (e.g.
+    /// removing a foreign volume) is still the component's attempt.
+    fn on_call(&self, capability: &'static str, function: &'static str, target: &str) {
+        let _ = (capability, function, target);
+    }
 }

@@ -39,32 +39,43 @@ impl http::Host for CallState {
 }
 
 impl CallState {
-    fn docker(&self) -> Result<&crate::capability::docker::DockerBroker, docker::DockerError> {
-        self.capabilities
+    /// The Docker broker, after showing the hook which function the
+    /// component called on which resource (before any policy decision).
+    fn docker(
+        &self,
+        function: &'static str,
+        target: &str,
+    ) -> Result<&crate::capability::docker::DockerBroker, docker::DockerError> {
+        let broker = self
+            .capabilities
             .docker
             .as_ref()
-            .ok_or(docker::DockerError::Denied)
+            .ok_or(docker::DockerError::Denied)?;
+        broker.note_call(function, target);
+        Ok(broker)
     }
 }
 
 impl docker::Host for CallState {
     async fn version(&mut self) -> Result<docker::EngineVersion, docker::DockerError> {
-        self.docker()?.version(self.deadline).await
+        self.docker("version", "")?.version(self.deadline).await
     }
     async fn info(&mut self) -> Result<docker::EngineInfo, docker::DockerError> {
-        self.docker()?.info(self.deadline).await
+        self.docker("info", "")?.info(self.deadline).await
     }
     async fn image_inspect(
         &mut self,
         image: String,
     ) -> Result<docker::ImageSummary, docker::DockerError> {
-        self.docker()?.image_inspect(&image, self.deadline).await
+        self.docker("image-inspect", &image)?
+            .image_inspect(&image, self.deadline)
+            .await
     }
     async fn container_inspect(
         &mut self,
         container: String,
     ) -> Result<docker::ContainerSummary, docker::DockerError> {
-        self.docker()?
+        self.docker("container-inspect", &container)?
             .container_inspect(&container, self.deadline)
             .await
     }
@@ -72,16 +83,20 @@ impl docker::Host for CallState {
         &mut self,
         labels: Vec<docker::Label>,
     ) -> Result<Vec<String>, docker::DockerError> {
-        self.docker()?.container_list(&labels, self.deadline).await
+        self.docker("container-list", "")?
+            .container_list(&labels, self.deadline)
+            .await
     }
     async fn container_create(
         &mut self,
         spec: docker::ContainerSpec,
     ) -> Result<String, docker::DockerError> {
-        self.docker()?.container_create(&spec, self.deadline).await
+        self.docker("container-create", &spec.name)?
+            .container_create(&spec, self.deadline)
+            .await
     }
     async fn container_start(&mut self, container: String) -> Result<(), docker::DockerError> {
-        self.docker()?
+        self.docker("container-start", &container)?
             .container_start(&container, self.deadline)
             .await
     }
@@ -90,7 +105,7 @@ impl docker::Host for CallState {
         container: String,
         force: bool,
     ) -> Result<(), docker::DockerError> {
-        self.docker()?
+        self.docker("container-remove", &container)?
             .container_remove(&container, force, self.deadline)
             .await
     }
@@ -98,7 +113,7 @@ impl docker::Host for CallState {
         &mut self,
         container: String,
     ) -> Result<docker::StatsReading, docker::DockerError> {
-        self.docker()?
+        self.docker("container-stats", &container)?
             .container_stats(&container, self.deadline)
             .await
     }
@@ -106,25 +121,31 @@ impl docker::Host for CallState {
         &mut self,
         volume: String,
     ) -> Result<docker::VolumeSummary, docker::DockerError> {
-        self.docker()?.volume_inspect(&volume, self.deadline).await
+        self.docker("volume-inspect", &volume)?
+            .volume_inspect(&volume, self.deadline)
+            .await
     }
     async fn volume_list(
         &mut self,
         labels: Vec<docker::Label>,
     ) -> Result<Vec<String>, docker::DockerError> {
-        self.docker()?.volume_list(&labels, self.deadline).await
+        self.docker("volume-list", "")?
+            .volume_list(&labels, self.deadline)
+            .await
     }
     async fn volume_create(
         &mut self,
         volume: String,
         labels: Vec<docker::Label>,
     ) -> Result<docker::VolumeSummary, docker::DockerError> {
-        self.docker()?
+        self.docker("volume-create", &volume)?
             .volume_create(&volume, &labels, self.deadline)
             .await
     }
     async fn volume_remove(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker()?.volume_remove(&volume, self.deadline).await
+        self.docker("volume-remove", &volume)?
+            .volume_remove(&volume, self.deadline)
+            .await
     }
     async fn archive_upload(
         &mut self,
@@ -132,7 +153,7 @@ impl docker::Host for CallState {
         path: String,
         archive: Vec<u8>,
     ) -> Result<(), docker::DockerError> {
-        self.docker()?
+        self.docker("archive-upload", &container)?
             .archive_upload(&container, &path, archive, self.deadline)
             .await
     }
@@ -141,6 +162,8 @@ impl docker::Host for CallState {
         container: String,
         spec: docker::ExecSpec,
     ) -> Result<docker::ExecOutput, docker::DockerError> {
-        self.docker()?.exec(&container, spec, self.deadline).await
+        self.docker("exec", &container)?
+            .exec(&container, spec, self.deadline)
+            .await
     }
 }

@@ -217,34 +217,46 @@ impl DockerBroker {
         })
     }
 
+    /// Shows the hook a call the component made (see [`NativeHook::on_call`]).
+    pub fn note_call(&self, function: &'static str, target: &str) {
+        if let Some(hook) = &self.hook {
+            hook.on_call("docker", function, target);
+        }
+    }
+
     /// Shows the request to the hook, which may choose a fault for it.
-    fn decide(&self, action: &'static str, target: &str) -> Option<Fault> {
+    fn decide(&self, action: &'static str, target: &str) -> (NativeRequest, Option<Fault>) {
         let request = NativeRequest {
             capability: "docker",
             action,
             target: target.to_string(),
         };
-        self.hook
+        let fault = self
+            .hook
             .as_ref()
-            .and_then(|hook| hook.on_request(&request))
+            .and_then(|hook| hook.on_request(&request));
+        (request, fault)
     }
 
-    /// Runs one engine request within the call's deadline, applying `fault`.
-    /// A request is never sent once the deadline has passed; one cut off by
-    /// it is `unconfirmed`. Nothing is retried.
+    /// Runs one engine request within the call's deadline, applying the
+    /// decided fault. A request is never sent once the deadline has passed;
+    /// one cut off by it is `unconfirmed`. Nothing is retried.
     async fn dispatch<T>(
+        &self,
         deadline: Instant,
-        fault: Option<Fault>,
-        removal: bool,
-        request: impl Future<Output = Result<T, BollardError>>,
+        (request, fault): (NativeRequest, Option<Fault>),
+        sending: impl Future<Output = Result<T, BollardError>>,
     ) -> Result<T, DockerError> {
         if Instant::now() >= deadline || fault == Some(Fault::FailBeforeDispatch) {
             return Err(DockerError::Unavailable);
         }
-        if removal && fault == Some(Fault::FailCleanup) {
+        if request.is_removal() && fault == Some(Fault::FailCleanup) {
             return Err(DockerError::Failed);
         }
-        let outcome = tokio::time::timeout_at(deadline.into(), request).await;
+        let outcome = tokio::time::timeout_at(deadline.into(), sending).await;
+        if let Some(hook) = &self.hook {
+            hook.on_response(&request, matches!(outcome, Ok(Ok(_))));
+        }
         match fault {
             Some(Fault::LoseResponse) => return Err(DockerError::Unconfirmed),
             Some(Fault::CancelAfterDispatch) => {
@@ -265,10 +277,10 @@ impl DockerBroker {
         deadline: Instant,
         action: &'static str,
         target: &str,
-        request: impl Future<Output = Result<T, BollardError>>,
+        sending: impl Future<Output = Result<T, BollardError>>,
     ) -> Result<T, DockerError> {
-        let fault = self.decide(action, target);
-        Self::dispatch(deadline, fault, action.ends_with("-remove"), request).await
+        let decision = self.decide(action, target);
+        self.dispatch(deadline, decision, sending).await
     }
 
     /// Engine version.
@@ -329,14 +341,15 @@ impl DockerBroker {
         if !floor::is_resource_name(container) {
             return Err(DockerError::Invalid);
         }
-        let fault = self.decide("container-inspect", container);
-        let found = Self::dispatch(
-            deadline,
-            fault,
-            false,
-            self.client.inspect_container(container, None),
-        )
-        .await?;
+        let decision = self.decide("container-inspect", container);
+        let fault = decision.1;
+        let found = self
+            .dispatch(
+                deadline,
+                decision,
+                self.client.inspect_container(container, None),
+            )
+            .await?;
         let config = found.config.unwrap_or_default();
         let host = found.host_config.unwrap_or_default();
         let state = found.state.unwrap_or_default();
@@ -533,9 +546,11 @@ impl DockerBroker {
         if !floor::is_resource_name(volume) {
             return Err(DockerError::Invalid);
         }
-        let fault = self.decide("volume-inspect", volume);
-        let found =
-            Self::dispatch(deadline, fault, false, self.client.inspect_volume(volume)).await?;
+        let decision = self.decide("volume-inspect", volume);
+        let fault = decision.1;
+        let found = self
+            .dispatch(deadline, decision, self.client.inspect_volume(volume))
+            .await?;
         Ok(VolumeSummary {
             name: found.name,
             labels: relabel(to_labels(Some(found.labels)), fault),

@@ -1,0 +1,147 @@
+//! Clause `lifecycle`: the happy path of one allocation, and the
+//! settlement evidence a duplicate Create returns.
+
+use super::{Runner, ensure};
+use crate::report::Level;
+use sandbox_host::bindings::oac::sandbox_provider::types::{Error, Failure, LifecycleState};
+use std::sync::Mutex;
+
+pub async fn run(runner: &mut Runner<'_>) {
+    let reference = runner.harness.allocation("lifecycle");
+    let provider_id: Mutex<Option<String>> = Mutex::default();
+    let (r, id) = (&reference, &provider_id);
+    runner
+        .case(
+            "lifecycle.create",
+            "lifecycle",
+            Level::Must,
+            "Create succeeds with settled, bootstrapped info for the exact reference.",
+            async |h| match h.create(r).await {
+                Ok(Ok(info)) => {
+                    ensure(info.reference == *r, || {
+                        format!("reference {:?}", info.reference)
+                    })?;
+                    ensure(info.create_settled && info.bootstrap_complete, || {
+                        format!("info {info:?}")
+                    })?;
+                    ensure(info.provider_id.is_some(), || "no provider id".into())?;
+                    *id.lock().unwrap_or_else(|p| p.into_inner()) = info.provider_id;
+                    Ok(())
+                }
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.get-info",
+            "lifecycle",
+            Level::Must,
+            "GetInfo reports running, bootstrap-complete, the reference and the provider id.",
+            async |h| match h.get_info(r).await {
+                Ok(Ok(info)) => {
+                    let expected = id.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    ensure(info.reference == *r && info.provider_id == expected, || {
+                        format!("info {info:?}")
+                    })?;
+                    ensure(
+                        info.state == LifecycleState::Running && info.bootstrap_complete,
+                        || format!("info {info:?}"),
+                    )
+                }
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.duplicate-create",
+            "settlement",
+            Level::Must,
+            "A second Create returns exists with the existing allocation's info as evidence.",
+            async |h| match h.create(r).await {
+                Ok(Err(Failure {
+                    error: Error::Exists,
+                    info: Some(info),
+                })) => {
+                    let expected = id.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    ensure(info.reference == *r && info.provider_id == expected, || {
+                        format!("evidence {info:?}")
+                    })
+                }
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.renew",
+            "lifecycle",
+            Level::Must,
+            "Renew succeeds for a running allocation.",
+            async |h| match h.renew(r).await {
+                Ok(Ok(info)) => ensure(info.reference == *r, || format!("info {info:?}")),
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.run-command",
+            "lifecycle",
+            Level::Must,
+            "RunCommand runs in the allocation and returns its output.",
+            async |h| match h.run_command(r, &["sh", "-c", "echo ready"], None).await {
+                Ok(Ok(result)) => {
+                    ensure(result.exit_code == 0 && result.stdout == b"ready\n", || {
+                        format!("result {result:?}")
+                    })
+                }
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.kill",
+            "lifecycle",
+            Level::Must,
+            "Kill succeeds and reports settled absence.",
+            async |h| match h.kill(r).await {
+                Ok(Ok(info)) => ensure(
+                    info.reference == *r && info.state == LifecycleState::Absent,
+                    || format!("info {info:?}"),
+                ),
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.kill-again",
+            "lifecycle",
+            Level::Must,
+            "Kill on confirmed absence succeeds again.",
+            async |h| match h.kill(r).await {
+                Ok(Ok(info)) => ensure(info.state == LifecycleState::Absent, || {
+                    format!("info {info:?}")
+                }),
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
+            "lifecycle.get-info-after-kill",
+            "lifecycle",
+            Level::Must,
+            "GetInfo after Kill is not-found.",
+            async |h| {
+                let answer = h.get_info(r).await;
+                ensure(matches!(answer, Ok(Err(Error::NotFound))), || {
+                    format!("{answer:?}")
+                })
+            },
+        )
+        .await;
+}

@@ -1,0 +1,308 @@
+//! The component under test, loaded in the real host exactly as
+//! production loads it, wired to a native-side fixture and the recorder.
+//! Every call here is raw: the suite judges the component's own answers.
+
+use crate::fixtures::docker_engine::FakeDockerEngine;
+use crate::recorder::{Call, Plan, Recorder};
+use sandbox_host::bindings::oac::sandbox_provider::types::{
+    Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
+};
+use sandbox_host::capability::faults::NativeRequest;
+use sandbox_host::declaration::{Declaration, Inventory};
+use sandbox_host::host::{CallError, Connect};
+use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
+use sandbox_host::{Budget, Host, NodeBinding, Runtime};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The credential every bootstrap carries; it must never show anywhere else.
+pub const CREDENTIAL_CANARY: &str = "oac-suite-daemon-credential-5be1";
+/// The installation the suite runs as.
+pub const INSTALLATION: &str = "oac-contract-suite";
+/// The kind name the component is loaded under.
+pub const KIND: &str = "under-test";
+/// The image the Docker fixture holds (id form and tag).
+pub const FIXTURE_IMAGE_ID: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000001";
+/// Tag of the fixture image.
+pub const FIXTURE_IMAGE_TAG: &str = "oac-test-runtime:test";
+
+/// What to test.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The component file.
+    pub component: PathBuf,
+    /// `nodes` or `direct`.
+    pub mode: Mode,
+    /// The kind's native configuration; `${FIXTURE_IMAGE}` is replaced by the
+    /// fixture's image id.
+    pub configuration: String,
+    /// Budget of each call, in milliseconds.
+    pub budget_ms: u32,
+}
+
+/// Why the suite could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The fixture did not start.
+    #[error("the fake Docker Engine did not start: {0}")]
+    Fixture(std::io::Error),
+    /// The component file is unreadable or its path unusable.
+    #[error("cannot read the component at {0}")]
+    Component(PathBuf),
+    /// The configuration is not a JSON object.
+    #[error("the configuration is not a JSON object")]
+    Configuration,
+    /// The host refused the component (this is itself a failed case).
+    #[error("the host refused the component: {0}")]
+    Load(String),
+}
+
+/// A loaded component with its fixture.
+pub struct Harness {
+    /// The host.
+    pub host: Host,
+    /// The native-side fixture.
+    pub engine: FakeDockerEngine,
+    /// The recorder at the capability boundary.
+    pub recorder: Arc<Recorder>,
+    /// Every answer the component gave, rendered, for the leak checks.
+    pub answers: Mutex<Vec<String>>,
+    budget: Budget,
+    allocations: AtomicUsize,
+}
+
+/// The outcome of a raw mutation.
+pub type Mutation = Result<Result<Info, Failure>, CallError>;
+
+impl Harness {
+    /// Starts the fixture and loads the component with the recorder as hook.
+    pub async fn start(target: &Target) -> Result<Self, HarnessError> {
+        let engine = FakeDockerEngine::start()
+            .await
+            .map_err(HarnessError::Fixture)?;
+        engine.insert_image(FIXTURE_IMAGE_TAG, FIXTURE_IMAGE_ID);
+        let bytes = std::fs::read(&target.component)
+            .map_err(|_| HarnessError::Component(target.component.clone()))?;
+        let file = target
+            .component
+            .file_name()
+            .and_then(|name| name.to_str())
+            .ok_or_else(|| HarnessError::Component(target.component.clone()))?;
+        let dir = target
+            .component
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let registration = Registration {
+            kind: KIND.into(),
+            mode: target.mode,
+            component: file.into(),
+            digest: DigestSource::Pinned(sandbox_host::loader::sha256_hex(&bytes)),
+            grants: Grants {
+                docker: target.mode == Mode::Nodes,
+                http_origins: Vec::new(),
+            },
+            policy: Policy {
+                default_budget_ms: target.budget_ms,
+                ..Policy::default()
+            },
+            node_artifacts: Vec::new(),
+            suspension: None,
+        };
+        let configuration = target
+            .configuration
+            .replace("${FIXTURE_IMAGE}", FIXTURE_IMAGE_ID);
+        let configuration: serde_json::Value =
+            serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
+        let recorder = Arc::new(Recorder::default());
+        let binding = NodeBinding {
+            installation_id: INSTALLATION.into(),
+            docker_socket: (target.mode == Mode::Nodes).then(|| engine.socket().to_path_buf()),
+            configuration,
+            credential: None,
+            hook: Some(recorder.clone()),
+        };
+        let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
+        let host = Host::load(
+            runtime,
+            &[registration],
+            &dir,
+            &BTreeMap::from([(KIND.to_string(), binding)]),
+            Connect::Capabilities,
+        )
+        .await
+        .map_err(|error| HarnessError::Load(error.to_string()))?;
+        let budget =
+            Budget::from_millis(target.budget_ms).map_err(|_| HarnessError::Configuration)?;
+        Ok(Self {
+            host,
+            engine,
+            recorder,
+            answers: Mutex::default(),
+            budget,
+            allocations: AtomicUsize::new(0),
+        })
+    }
+
+    /// The component's validated declaration and inventory.
+    pub fn declaration(&self) -> (&Declaration, &Inventory) {
+        let kind = self.host.kind(KIND).expect("the kind under test is loaded");
+        (&kind.declaration, &kind.inventory)
+    }
+
+    /// A reference no other case uses.
+    pub fn allocation(&self, case: &str) -> Reference {
+        let n = self.allocations.fetch_add(1, Ordering::Relaxed);
+        Reference {
+            tenant_id: "suite-tenant".into(),
+            environment_id: "suite-env".into(),
+            allocation_id: format!("{case}-{n}"),
+        }
+    }
+
+    /// A bootstrap for `reference` carrying the credential canary.
+    pub fn bootstrap(&self, reference: &Reference) -> Bootstrap {
+        Bootstrap {
+            reference: reference.clone(),
+            session_id: "suite-session".into(),
+            device_id: "suite-device".into(),
+            core_url: "https://core.invalid".into(),
+            daemon_credential: CREDENTIAL_CANARY.into(),
+            harness: "suite-harness".into(),
+            network_access: NetworkAccess::Disabled,
+            allowed_domains: Vec::new(),
+        }
+    }
+
+    fn remember<T: std::fmt::Debug>(&self, answer: &T) {
+        self.answers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("{answer:?}"));
+    }
+
+    /// The budget of one call.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Raw `create`.
+    pub async fn create(&self, reference: &Reference) -> Mutation {
+        let request = self.bootstrap(reference);
+        let answer = self
+            .host
+            .call_raw(KIND, self.budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_create(s, &request)
+                    .await
+            })
+            .await;
+        self.remember(&answer);
+        answer
+    }
+
+    /// Raw `get-info`.
+    pub async fn get_info(&self, reference: &Reference) -> Result<Result<Info, Error>, CallError> {
+        let answer = self
+            .host
+            .call_raw(KIND, self.budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_get_info(s, reference)
+                    .await
+            })
+            .await;
+        self.remember(&answer);
+        answer
+    }
+
+    /// Raw `renew`.
+    pub async fn renew(&self, reference: &Reference) -> Mutation {
+        let answer = self
+            .host
+            .call_raw(KIND, self.budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_renew(s, reference)
+                    .await
+            })
+            .await;
+        self.remember(&answer);
+        answer
+    }
+
+    /// Raw `kill`.
+    pub async fn kill(&self, reference: &Reference) -> Mutation {
+        let answer = self
+            .host
+            .call_raw(KIND, self.budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_kill(s, reference)
+                    .await
+            })
+            .await;
+        self.remember(&answer);
+        answer
+    }
+
+    /// Raw `run-command`.
+    pub async fn run_command(
+        &self,
+        reference: &Reference,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+    ) -> Result<Result<CommandResult, Error>, CallError> {
+        let command = Command {
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            directory: None,
+            stdin,
+        };
+        let answer = self
+            .host
+            .call_raw(KIND, self.budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_run_command(s, reference, &command)
+                    .await
+            })
+            .await;
+        self.remember(&answer.as_ref().map(|r| {
+            r.as_ref()
+                .map(|c| (c.exit_code, c.stdout.len(), c.stderr.len()))
+        }));
+        answer
+    }
+
+    /// Runs `operation` with `plan` armed; returns its outcome and the
+    /// native requests it made.
+    pub async fn with_fault<T>(
+        &self,
+        plan: Option<Plan>,
+        operation: impl AsyncFnOnce() -> T,
+    ) -> (T, Vec<NativeRequest>) {
+        let (outcome, requests, _) = self.observed(plan, operation).await;
+        (outcome, requests)
+    }
+
+    /// Like [`Harness::with_fault`], also returning the capability calls
+    /// the component made (including ones the host refused).
+    pub async fn observed<T>(
+        &self,
+        plan: Option<Plan>,
+        operation: impl AsyncFnOnce() -> T,
+    ) -> (T, Vec<NativeRequest>, Vec<Call>) {
+        let mark = self.recorder.mark();
+        if let Some(plan) = plan {
+            self.recorder.arm(plan);
+        }
+        let outcome = operation().await;
+        self.recorder.disarm();
+        let (requests, calls) = self.recorder.since(mark);
+        (outcome, requests, calls)
+    }
+
+    /// Kills `reference` without faults (cleanup after a case).
+    pub async fn cleanup(&self, reference: &Reference) {
+        let _ = self.kill(reference).await;
+    }
+}

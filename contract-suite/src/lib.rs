@@ -1,0 +1,46 @@
+//! The contract suite: conformance of one provider component.
+//!
+//! It loads the component in the real host exactly as production does,
+//! wires its capabilities to native-side fixtures (a stateful fake Docker
+//! Engine API that bollard talks to unchanged), and injects faults at the
+//! capability boundary through the host's native-request hook, so the same
+//! cases work for any vendor's adapter. Every native request is recorded and
+//! compared with the legitimate sequence, which exposes replay, fallback and
+//! implicit cleanup.
+
+pub mod cases;
+pub mod fixtures;
+pub mod harness;
+pub mod logs;
+pub mod recorder;
+pub mod report;
+
+pub use harness::{Harness, HarnessError, Target};
+pub use report::Report;
+
+/// Runs every case against `target`. A component the host refuses yields a
+/// report with that one failed case. Runs in one process are serialised,
+/// because the captured log is process-wide.
+pub async fn run(target: &Target, progress: bool) -> Result<Report, HarnessError> {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _running = ONE_AT_A_TIME.lock().await;
+    logs::install();
+    logs::clear();
+    match Harness::start(target).await {
+        Ok(harness) => Ok(cases::run_all(&harness, progress).await),
+        Err(HarnessError::Load(observed)) => {
+            let mut report = Report::default();
+            report.cases.push(report::CaseResult {
+                id: "declaration.loads".into(),
+                clause: "declaration",
+                level: report::Level::Must,
+                sentence: "The host loads the component: valid exports, stamp and declaration."
+                    .into(),
+                failure: Some(observed),
+                duration: std::time::Duration::ZERO,
+            });
+            Ok(report)
+        }
+        Err(other) => Err(other),
+    }
+}

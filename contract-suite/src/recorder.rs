@@ -1,0 +1,135 @@
+//! The suite's hook at the capability boundary: it records every native
+//! request and injects the planned fault into the k-th matching one.
+
+use sandbox_host::capability::faults::{Fault, NativeHook, NativeRequest};
+use std::sync::Mutex;
+
+/// Which requests a plan counts.
+#[derive(Clone, Copy, Debug)]
+pub enum Matching {
+    /// Every request.
+    Any,
+    /// Requests whose action is exactly this.
+    Action(&'static str),
+    /// Removals (cleanup).
+    Removals,
+}
+
+impl Matching {
+    fn matches(self, request: &NativeRequest) -> bool {
+        match self {
+            Matching::Any => true,
+            Matching::Action(action) => request.action == action,
+            Matching::Removals => request.is_removal(),
+        }
+    }
+}
+
+/// A fault for the `nth` (1-based) request that `matching` counts, or for
+/// every such request when `nth` is 0.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// Which requests count.
+    pub matching: Matching,
+    /// 1-based position among counted requests; 0 = all of them.
+    pub nth: usize,
+    /// The fault.
+    pub fault: Fault,
+}
+
+/// A capability function the component called, as `function target`.
+pub type Call = String;
+
+#[derive(Debug, Default)]
+struct State {
+    log: Vec<NativeRequest>,
+    /// Whether the native side answered each logged request successfully
+    /// (`None` until it answered, or when it was never sent).
+    answered: Vec<Option<bool>>,
+    calls: Vec<Call>,
+    plan: Option<Plan>,
+    counted: usize,
+}
+
+/// Records requests; injects at most the armed plan.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    state: Mutex<State>,
+}
+
+impl Recorder {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A position in both logs, for [`Recorder::since`].
+    pub fn mark(&self) -> (usize, usize) {
+        let state = self.state();
+        (state.log.len(), state.calls.len())
+    }
+
+    /// Requests and calls recorded after `mark`.
+    pub fn since(&self, mark: (usize, usize)) -> (Vec<NativeRequest>, Vec<Call>) {
+        let state = self.state();
+        let requests = state
+            .log
+            .get(mark.0..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        let calls = state
+            .calls
+            .get(mark.1..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        (requests, calls)
+    }
+
+    /// For each request after `mark`, whether the native side answered it
+    /// successfully.
+    pub fn answered_since(&self, mark: (usize, usize)) -> Vec<Option<bool>> {
+        self.state()
+            .answered
+            .get(mark.0..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// Arms a plan (replacing any other); counting starts now.
+    pub fn arm(&self, plan: Plan) {
+        let mut state = self.state();
+        state.plan = Some(plan);
+        state.counted = 0;
+    }
+
+    /// Removes the plan.
+    pub fn disarm(&self) {
+        self.state().plan = None;
+    }
+}
+
+impl NativeHook for Recorder {
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        let mut state = self.state();
+        state.log.push(request.clone());
+        state.answered.push(None);
+        let plan = state.plan.filter(|plan| plan.matching.matches(request))?;
+        state.counted += 1;
+        (plan.nth == 0 || plan.nth == state.counted).then_some(plan.fault)
+    }
+
+    fn on_response(&self, request: &NativeRequest, succeeded: bool) {
+        let mut state = self.state();
+        let pending = (0..state.log.len())
+            .rev()
+            .find(|&i| state.answered[i].is_none() && state.log[i] == *request);
+        if let Some(index) = pending {
+            state.answered[index] = Some(succeeded);
+        }
+    }
+
+    fn on_call(&self, _capability: &'static str, function: &'static str, target: &str) {
+        self.state().calls.push(format!("{function} {target}"));
+    }
+}

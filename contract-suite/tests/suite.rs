@@ -1,0 +1,79 @@
+//! The suite against the real Docker adapter (every case holds) and against
+//! each mutant (the expected clause fails). Components come from
+//! `cargo xtask build-plugins` (`target/plugins`).
+
+use contract_suite::{Report, Target};
+use sandbox_host::registry::Mode;
+use std::path::PathBuf;
+
+fn component(name: &str) -> PathBuf {
+    std::env::var_os("OAC_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
+        .join(name)
+}
+
+async fn suite(name: &str) -> Report {
+    let configuration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
+    )
+    .expect("docker profile");
+    let target = Target {
+        component: component(name),
+        mode: Mode::Nodes,
+        configuration,
+        budget_ms: 1_000,
+    };
+    contract_suite::run(&target, false)
+        .await
+        .expect("suite runs")
+}
+
+fn failed_ids(report: &Report) -> Vec<String> {
+    report.failures().map(|case| case.id.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docker_adapter_passes_every_case() {
+    let report = suite("docker.wasm").await;
+    assert!(
+        report.cases.len() >= 40,
+        "only {} cases",
+        report.cases.len()
+    );
+    assert_eq!(report.failed(), 0, "{}", report.render("docker.wasm"));
+}
+
+async fn assert_caught(mutant: &str, clause_prefix: &str) {
+    let report = suite(&format!("mutant-{mutant}.wasm")).await;
+    let failed = failed_ids(&report);
+    assert!(
+        failed.iter().any(|id| id.starts_with(clause_prefix)),
+        "mutant {mutant} not caught by {clause_prefix}*; failed: {failed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_replayed_after_a_lost_response_is_caught() {
+    assert_caught("retry-create", "failure.create.lost-response").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_on_foreign_labels_is_caught() {
+    assert_caught("delete-foreign", "ownership.kill-on-collision").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invented_settlement_is_caught() {
+    assert_caught("invent-settlement", "failure.create.").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_io_before_unsupported_is_caught() {
+    assert_caught("io-before-unsupported", "unsupported.observe-batch").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaked_secret_is_caught() {
+    assert_caught("leak-secret", "leaks.credential").await;
+}

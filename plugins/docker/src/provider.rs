@@ -1,0 +1,528 @@
+//! Every operation of the Docker provider: observe before acting, check
+//! ownership of every resource before touching any, never replay.
+
+use crate::config::NodeConfiguration;
+use crate::identity::Identity;
+use crate::{archive, spec};
+use oac_provider_sdk::capability::docker::{
+    ContainerStatus, ContainerSummary, DockerError, ExecSpec,
+};
+use oac_provider_sdk::prelude::*;
+
+/// The provider; every trait of the SDK is implemented for it.
+pub struct DockerProvider;
+
+const NO_CHECKPOINT: &str = "docker_does_not_support_checkpoints";
+const NO_BATCH: Unsupported =
+    Unsupported::new("observe-batch", "docker_observes_one_allocation_at_a_time");
+const NO_SELECTION: Unsupported =
+    Unsupported::new("discover-selection", "node_configuration_has_no_catalog");
+const NO_VERIFY: Unsupported = Unsupported::new("verify-credential", "credentials_not_required");
+const NO_CREDENTIAL: Unsupported = Unsupported::new("with-credential", "credentials_not_required");
+const NO_DISCOVERY: Unsupported = Unsupported::new(
+    "discover-configuration",
+    "node_configuration_has_no_catalog",
+);
+
+/// Everything one call needs: the node configuration and the allocation's names.
+struct Call {
+    configuration: NodeConfiguration,
+    identity: Identity,
+    installation: String,
+}
+
+impl Call {
+    fn new(allocation: &Reference) -> Result<Self, Error> {
+        let configuration = NodeConfiguration::parse(&context::configuration())?;
+        let installation = context::installation_id();
+        Ok(Call {
+            identity: Identity::of(&installation, allocation),
+            configuration,
+            installation,
+        })
+    }
+
+    fn owns(&self, labels: &[(String, String)], allocation: &Reference) -> bool {
+        labels::is_owned(labels, &self.installation, allocation)
+    }
+}
+
+/// What an observation found for one resource.
+enum Found<T> {
+    Absent,
+    Owned(T),
+}
+
+fn unconfirmed(_: DockerError) -> Error {
+    Error::ComputeUnconfirmed
+}
+
+fn observe_container(
+    call: &Call,
+    allocation: &Reference,
+) -> Result<Found<ContainerSummary>, Error> {
+    match docker::container_inspect(&call.identity.container) {
+        Ok(found) if call.owns(&found.labels, allocation) => Ok(Found::Owned(found)),
+        Ok(_) => Err(Error::Ownership),
+        Err(DockerError::NotFound) => Ok(Found::Absent),
+        Err(error) => Err(unconfirmed(error)),
+    }
+}
+
+fn observe_volume(call: &Call, allocation: &Reference, volume: &str) -> Result<Found<()>, Error> {
+    match docker::volume_inspect(volume) {
+        Ok(found) if call.owns(&found.labels, allocation) => Ok(Found::Owned(())),
+        Ok(_) => Err(Error::Ownership),
+        Err(DockerError::NotFound) => Ok(Found::Absent),
+        Err(error) => Err(unconfirmed(error)),
+    }
+}
+
+/// True when the container runs exactly the configured image and limits.
+fn matches_configuration(call: &Call, container: &ContainerSummary) -> bool {
+    let configured = &call.configuration.image;
+    let image_ok = if configured.starts_with("sha256:") {
+        container.image_id == *configured
+    } else {
+        container.image == *configured
+    };
+    image_ok
+        && container.nano_cpus == call.configuration.nano_cpus()
+        && container.memory_bytes == call.configuration.memory_bytes()
+}
+
+fn info_of(call: &Call, allocation: Reference, container: &ContainerSummary) -> Info {
+    let state = match container.status {
+        ContainerStatus::Running | ContainerStatus::Paused | ContainerStatus::Restarting => {
+            LifecycleState::Running
+        }
+        ContainerStatus::Created => LifecycleState::Pending,
+        _ => LifecycleState::Stopped,
+    };
+    Info {
+        reference: allocation,
+        provider_id: Some(container.id.clone()),
+        // Drift in image or limits blocks readiness; it never triggers cleanup.
+        bootstrap_complete: container.status == ContainerStatus::Running
+            && matches_configuration(call, container),
+        state,
+        create_settled: true,
+    }
+}
+
+fn absent(allocation: Reference) -> Info {
+    Info {
+        reference: allocation,
+        provider_id: None,
+        state: LifecycleState::Absent,
+        bootstrap_complete: false,
+        create_settled: true,
+    }
+}
+
+fn create(request: Bootstrap) -> Result<Info, Failure> {
+    let allocation = request.reference.clone();
+    let call = Call::new(&allocation)?;
+    let identity = &call.identity;
+    if let Found::Owned(existing) = observe_container(&call, &allocation)? {
+        return Err(Failure {
+            error: Error::Exists,
+            info: Some(info_of(&call, allocation, &existing)),
+        });
+    }
+    for volume in [&identity.home, &identity.environment] {
+        if let Found::Owned(()) = observe_volume(&call, &allocation, volume)? {
+            // Retained volumes without a container: never reuse or clean up silently.
+            return Err(Error::Exists.into());
+        }
+    }
+    for volume in [&identity.home, &identity.environment] {
+        docker::volume_create(volume, &identity.labels).map_err(|error| match error {
+            DockerError::Conflict => Error::Exists,
+            other => unconfirmed(other),
+        })?;
+    }
+    let id = docker::container_create(&spec::container_spec(identity, &call.configuration))
+        .map_err(|error| match error {
+            DockerError::Conflict => Error::Exists,
+            other => unconfirmed(other),
+        })?;
+    let created = docker::container_inspect(&identity.container).map_err(unconfirmed)?;
+    if !call.owns(&created.labels, &allocation) {
+        // Not the container just created: the credential never goes into it.
+        return Err(Error::Ownership.into());
+    }
+    let pending = Info {
+        reference: allocation.clone(),
+        provider_id: Some(id.clone()),
+        state: LifecycleState::Pending,
+        bootstrap_complete: false,
+        create_settled: true,
+    };
+    if created.id != id || !matches_configuration(&call, &created) {
+        // Settled: the container exists but is not what was asked for.
+        return Err(Failure {
+            error: Error::Invalid,
+            info: Some(pending),
+        });
+    }
+    let record = archive::bootstrap_record(&request);
+    docker::archive_upload(
+        &identity.container,
+        "/home",
+        &archive::home_archive(&record),
+    )
+    .map_err(unconfirmed)?;
+    docker::archive_upload(
+        &identity.container,
+        "/environment",
+        &archive::environment_archive(),
+    )
+    .map_err(unconfirmed)?;
+    docker::container_start(&identity.container).map_err(unconfirmed)?;
+    Ok(Info {
+        state: LifecycleState::Running,
+        bootstrap_complete: true,
+        ..pending
+    })
+}
+
+fn get_info(allocation: Reference) -> Result<Info, Error> {
+    let call = Call::new(&allocation)?;
+    match observe_container(&call, &allocation)? {
+        Found::Owned(container) => Ok(info_of(&call, allocation, &container)),
+        Found::Absent => Err(Error::NotFound),
+    }
+}
+
+fn kill(allocation: Reference) -> Result<Info, Failure> {
+    let call = Call::new(&allocation)?;
+    let identity = &call.identity;
+    // Every ownership check comes before any deletion.
+    let container = observe_container(&call, &allocation)?;
+    let home = observe_volume(&call, &allocation, &identity.home)?;
+    let environment = observe_volume(&call, &allocation, &identity.environment)?;
+    if let Found::Owned(_) = container {
+        match docker::container_remove(&identity.container, true) {
+            Ok(()) | Err(DockerError::NotFound) => {}
+            Err(error) => return Err(unconfirmed(error).into()),
+        }
+    }
+    for (found, volume) in [(home, &identity.home), (environment, &identity.environment)] {
+        if let Found::Owned(()) = found {
+            match docker::volume_remove(volume) {
+                Ok(()) | Err(DockerError::NotFound) => {}
+                Err(error) => return Err(unconfirmed(error).into()),
+            }
+        }
+    }
+    // Confirm: all three must now be absent.
+    let gone = matches!(observe_container(&call, &allocation)?, Found::Absent)
+        && matches!(
+            observe_volume(&call, &allocation, &identity.home)?,
+            Found::Absent
+        )
+        && matches!(
+            observe_volume(&call, &allocation, &identity.environment)?,
+            Found::Absent
+        );
+    if gone {
+        Ok(absent(allocation))
+    } else {
+        Err(Error::ComputeUnconfirmed.into())
+    }
+}
+
+fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
+    let call = Call::new(&allocation)?;
+    let container = match observe_container(&call, &allocation)? {
+        Found::Owned(container) => container,
+        Found::Absent => return Err(Error::NotFound),
+    };
+    if container.status != ContainerStatus::Running {
+        return Err(Error::RuntimeNotRunning);
+    }
+    let spec = ExecSpec {
+        args: request.args,
+        user: Some(spec::RUNTIME_USER.into()),
+        working_dir: Some(
+            request
+                .directory
+                .unwrap_or_else(|| spec::WORKING_DIR.into()),
+        ),
+        stdin: request.stdin,
+        output_limit_bytes: oac_provider_sdk::bounds::MAX_OUTPUT_BYTES,
+    };
+    let output = docker::exec(&call.identity.container, &spec).map_err(|error| match error {
+        DockerError::Invalid => Error::Invalid,
+        DockerError::NotFound => Error::NotFound,
+        DockerError::Ownership => Error::Ownership,
+        _ => Error::CommandUnconfirmed,
+    })?;
+    match output.exit_code {
+        Some(exit_code) if !output.overflowed => Ok(CommandResult {
+            stdout: output.stdout,
+            stderr: output.stderr,
+            exit_code,
+        }),
+        _ => Err(Error::CommandUnconfirmed),
+    }
+}
+
+fn observe(of: Target) -> Result<Sample, Error> {
+    let call = Call::new(&of.reference)?;
+    let container = match observe_container(&call, &of.reference) {
+        Ok(Found::Owned(container)) => container,
+        Ok(Found::Absent) => return Err(Error::NotFound),
+        Err(Error::ComputeUnconfirmed) => return Err(Error::ObservationUnavailable),
+        Err(other) => return Err(other),
+    };
+    if of
+        .provider_id
+        .as_ref()
+        .is_some_and(|id| *id != container.id)
+    {
+        return Err(Error::NotFound);
+    }
+    if container.status != ContainerStatus::Running {
+        return Err(Error::RuntimeNotRunning);
+    }
+    let stats = docker::container_stats(&call.identity.container)
+        .map_err(|_| Error::ObservationUnavailable)?;
+    Ok(Sample {
+        cpu_seconds: stats.cpu_total_ns as f64 / 1e9,
+        memory_bytes: stats.memory_usage_bytes,
+        memory_limit_bytes: stats.memory_limit_bytes,
+        cpus: container.nano_cpus as f64 / 1e9,
+        started_at: container.started_at,
+    })
+}
+
+impl SandboxProvider for DockerProvider {
+    fn create(request: Bootstrap) -> Result<Info, Failure> {
+        create(request)
+    }
+    fn get_info(allocation: Reference) -> Result<Info, Error> {
+        get_info(allocation)
+    }
+    fn renew(allocation: Reference) -> Result<Info, Failure> {
+        // Docker has no lease: renewing is observing.
+        get_info(allocation).map_err(Failure::from)
+    }
+    fn kill(allocation: Reference) -> Result<Info, Failure> {
+        kill(allocation)
+    }
+    fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
+        run_command(allocation, request)
+    }
+}
+
+fn no_checkpoint(operation: &str) -> Error {
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.into(),
+        reason: NO_CHECKPOINT.into(),
+    })
+}
+
+impl CheckpointProvider for DockerProvider {
+    fn initial(_: Reference) -> Result<Compute, Error> {
+        Err(no_checkpoint("initial"))
+    }
+    fn new_compute(_: Reference, _: u64) -> Result<Compute, Error> {
+        Err(no_checkpoint("new-compute"))
+    }
+    fn get_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
+        Err(no_checkpoint("get-compute"))
+    }
+    fn suspend(_: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+        Err(no_checkpoint("suspend"))
+    }
+    fn resume(_: ResumeRequest) -> Result<Compute, Error> {
+        Err(no_checkpoint("resume"))
+    }
+    fn resume_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
+        Err(no_checkpoint("resume-compute"))
+    }
+    fn kill_compute(_: Reference, _: Compute) -> Result<(), Error> {
+        Err(no_checkpoint("kill-compute"))
+    }
+    fn delete_snapshot(_: Reference, _: SnapshotIdentity) -> Result<(), Error> {
+        Err(no_checkpoint("delete-snapshot"))
+    }
+    fn run_command_compute(_: Reference, _: Compute, _: Command) -> Result<CommandResult, Error> {
+        Err(no_checkpoint("run-command-compute"))
+    }
+}
+
+impl ObservationSource for DockerProvider {
+    fn observe(of: Target) -> Result<Sample, Error> {
+        observe(of)
+    }
+}
+
+impl BatchObservationSource for DockerProvider {
+    fn observe_batch(_: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
+        Err(NO_BATCH.into())
+    }
+}
+
+impl SelectionDiscoverer for DockerProvider {
+    fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
+        Err(NO_SELECTION.into())
+    }
+}
+
+impl CredentialVerifier for DockerProvider {
+    fn verify_credential(_: String) -> Result<(), Error> {
+        Err(NO_VERIFY.into())
+    }
+}
+
+/// The public configuration of a node kind is always the empty object.
+fn empty_object(text: &str) -> Result<String, Error> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) if map.is_empty() => Ok("{}".into()),
+        _ => Err(Error::Invalid),
+    }
+}
+
+impl ConfigurationAdapter for DockerProvider {
+    fn requirements() -> ConfigurationRequirements {
+        ConfigurationRequirements {
+            credential: Requirement::NotRequired,
+            public_origin: Requirement::NotRequired,
+        }
+    }
+    fn decode_input(input: String) -> Result<String, Error> {
+        empty_object(&input)
+    }
+    fn encode(configuration: String) -> Result<String, Error> {
+        empty_object(&configuration)
+    }
+    fn decode(stored: String) -> Result<String, Error> {
+        empty_object(&stored)
+    }
+    fn normalize(configuration: String) -> Result<String, Error> {
+        empty_object(&configuration)
+    }
+    fn resolve_change(current: String, proposed: String) -> Result<String, Error> {
+        empty_object(&current)?;
+        empty_object(&proposed)
+    }
+    fn equal(left: String, right: String) -> Result<bool, Error> {
+        Ok(empty_object(&left)? == empty_object(&right)?)
+    }
+    fn with_credential(_: String, _: String) -> Result<String, Error> {
+        Err(NO_CREDENTIAL.into())
+    }
+    fn discover_configuration() -> Result<Vec<String>, Error> {
+        Err(NO_DISCOVERY.into())
+    }
+}
+
+fn api_at_least_1_45(version: &str) -> bool {
+    let mut parts = version.split('.').map(|part| part.parse::<u32>().ok());
+    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (1, 45))
+}
+
+fn image_matches(configured: &str, image: &docker::ImageSummary) -> bool {
+    if configured.starts_with("sha256:") {
+        image.id == configured
+    } else {
+        image.repo_digests.iter().any(|digest| digest == configured)
+    }
+}
+
+/// Engine reachable, API ≥ 1.45, limits enforced, image present.
+fn probe() -> Vec<Diagnostic> {
+    let Ok(configuration) = NodeConfiguration::parse(&context::configuration()) else {
+        return vec![Diagnostic::ConfigurationInvalid];
+    };
+    let Ok(version) = docker::version() else {
+        return vec![Diagnostic::ProviderUnavailable];
+    };
+    let mut found = Vec::new();
+    if !api_at_least_1_45(&version.api_version) {
+        found.push(Diagnostic::HostUnsupported);
+    }
+    match docker::info() {
+        Ok(info) if info.memory_limit && info.cpu_limit => {}
+        Ok(_) => found.push(Diagnostic::LimitsUnsupported),
+        Err(_) => return vec![Diagnostic::ProviderUnavailable],
+    }
+    match docker::image_inspect(&configuration.image) {
+        Ok(image) if image_matches(&configuration.image, &image) => {}
+        Ok(_) | Err(DockerError::NotFound) => found.push(Diagnostic::ImageUnavailable),
+        Err(_) => return vec![Diagnostic::ProviderUnavailable],
+    }
+    found
+}
+
+impl Readiness for DockerProvider {
+    fn probe() -> Vec<Diagnostic> {
+        probe()
+    }
+}
+
+impl Declarations for DockerProvider {
+    fn operations() -> Vec<OperationDeclaration> {
+        let mut all = supported(&REQUIRED_OPERATIONS);
+        all.extend(supported(&READINESS_OPERATIONS));
+        all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
+        all.extend(supported(&["observe"]));
+        for decision in [
+            NO_BATCH,
+            NO_SELECTION,
+            NO_VERIFY,
+            NO_CREDENTIAL,
+            NO_DISCOVERY,
+        ] {
+            all.push(decision.declaration());
+        }
+        all.extend(supported(&[
+            "requirements",
+            "decode-input",
+            "encode",
+            "decode",
+            "normalize",
+            "resolve-change",
+            "equal",
+        ]));
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_configuration_is_only_the_empty_object() {
+        assert_eq!(empty_object("{}"), Ok("{}".into()));
+        assert_eq!(empty_object(" { } "), Ok("{}".into()));
+        for bad in [
+            "",
+            "[]",
+            "null",
+            r#"{"credential":"secret"}"#,
+            r#"{"image":"x"}"#,
+            "{",
+        ] {
+            assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_exported_operation_is_declared_once() {
+        let declared = DockerProvider::operations();
+        let mut names: Vec<&str> = declared
+            .iter()
+            .map(|entry| entry.operation.as_str())
+            .collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "no duplicates");
+        assert_eq!(names.len(), 28);
+    }
+}
