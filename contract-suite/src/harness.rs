@@ -2,7 +2,7 @@
 //! production loads it, wired to a native-side fixture and the recorder.
 //! Every call here is raw: the suite judges the component's own answers.
 
-use crate::fixtures::docker_engine::FakeDockerEngine;
+use crate::fixtures::{Engine, FixtureError};
 use crate::recorder::{Call, Plan, Recorder};
 use sandbox_host::bindings::oac::sandbox_provider::types::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
@@ -23,12 +23,6 @@ pub const CREDENTIAL_CANARY: &str = "oac-suite-daemon-credential-5be1";
 pub const INSTALLATION: &str = "oac-contract-suite";
 /// The kind name the component is loaded under.
 pub const KIND: &str = "under-test";
-/// The image the Docker fixture holds (id form and tag).
-pub const FIXTURE_IMAGE_ID: &str =
-    "sha256:0000000000000000000000000000000000000000000000000000000000000001";
-/// Tag of the fixture image.
-pub const FIXTURE_IMAGE_TAG: &str = "oac-test-runtime:test";
-
 /// What to test.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -41,14 +35,16 @@ pub struct Target {
     pub configuration: String,
     /// Budget of each call, in milliseconds.
     pub budget_ms: u32,
+    /// A real Docker Engine for the real-engine tier; the fake one otherwise.
+    pub engine_socket: Option<PathBuf>,
 }
 
 /// Why the suite could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     /// The fixture did not start.
-    #[error("the fake Docker Engine did not start: {0}")]
-    Fixture(std::io::Error),
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
     /// The component file is unreadable or its path unusable.
     #[error("cannot read the component at {0}")]
     Component(PathBuf),
@@ -65,7 +61,7 @@ pub struct Harness {
     /// The host.
     pub host: Host,
     /// The native-side fixture.
-    pub engine: FakeDockerEngine,
+    pub engine: Engine,
     /// The recorder at the capability boundary.
     pub recorder: Arc<Recorder>,
     /// Every answer the component gave, rendered, for the leak checks.
@@ -80,10 +76,10 @@ pub type Mutation = Result<Result<Info, Failure>, CallError>;
 impl Harness {
     /// Starts the fixture and loads the component with the recorder as hook.
     pub async fn start(target: &Target) -> Result<Self, HarnessError> {
-        let engine = FakeDockerEngine::start()
-            .await
-            .map_err(HarnessError::Fixture)?;
-        engine.insert_image(FIXTURE_IMAGE_TAG, FIXTURE_IMAGE_ID);
+        let (engine, image) = match &target.engine_socket {
+            Some(socket) => Engine::real(socket).await?,
+            None => Engine::fake().await?,
+        };
         let bytes = std::fs::read(&target.component)
             .map_err(|_| HarnessError::Component(target.component.clone()))?;
         let file = target
@@ -112,9 +108,7 @@ impl Harness {
             node_artifacts: Vec::new(),
             suspension: None,
         };
-        let configuration = target
-            .configuration
-            .replace("${FIXTURE_IMAGE}", FIXTURE_IMAGE_ID);
+        let configuration = target.configuration.replace("${FIXTURE_IMAGE}", &image);
         let configuration: serde_json::Value =
             serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
         let recorder = Arc::new(Recorder::default());

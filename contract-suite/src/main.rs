@@ -24,12 +24,41 @@ struct Cli {
     /// Budget of each call in milliseconds (cancellation cases wait it out).
     #[arg(long, default_value_t = 2_000)]
     budget_ms: u32,
+    /// Set a top-level configuration key to a file's contents as a string,
+    /// e.g. `seccomp_profile=target/seccomp/seccomp.json` (repeatable).
+    #[arg(long = "set-from-file", value_name = "KEY=FILE")]
+    set_from_file: Vec<String>,
+    /// Run the real-engine tier: the same cases against the Docker Engine at
+    /// this Unix socket (the runtime image is imported into it), instead of
+    /// the fake engine.
+    #[arg(long)]
+    engine_socket: Option<PathBuf>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     junit: Option<PathBuf>,
     /// Do not print progress.
     #[arg(long)]
     quiet: bool,
+}
+
+/// Applies `--set-from-file KEY=FILE` to the configuration object.
+fn set_from_files(configuration: &str, settings: &[String]) -> Result<String> {
+    if settings.is_empty() {
+        return Ok(configuration.to_string());
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_str(configuration).context("the configuration is not JSON")?;
+    let object = value
+        .as_object_mut()
+        .context("the configuration is not a JSON object")?;
+    for setting in settings {
+        let (key, file) = setting
+            .split_once('=')
+            .context("--set-from-file takes KEY=FILE")?;
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+        object.insert(key.to_string(), serde_json::Value::String(text));
+    }
+    Ok(value.to_string())
 }
 
 #[tokio::main]
@@ -46,11 +75,13 @@ async fn main() -> Result<std::process::ExitCode> {
         }
         None => "{}".into(),
     };
+    let configuration = set_from_files(&configuration, &cli.set_from_file)?;
     let target = Target {
         component: cli.component.clone(),
         mode,
         configuration,
         budget_ms: cli.budget_ms,
+        engine_socket: cli.engine_socket.clone(),
     };
     let report = contract_suite::run(&target, !cli.quiet).await?;
     let name = cli.component.display().to_string();

@@ -23,6 +23,7 @@ async fn suite(name: &str) -> Report {
         mode: Mode::Nodes,
         configuration,
         budget_ms: 1_000,
+        engine_socket: None,
     };
     contract_suite::run(&target, false)
         .await

@@ -40,7 +40,7 @@ fn seccomp_profile() -> String {
 async fn image(engine: &Docker) -> String {
     static IMAGE: OnceCell<String> = OnceCell::const_new();
     IMAGE
-        .get_or_init(|| runtime_image::import(engine))
+        .get_or_init(async || runtime_image::import(engine).await.expect("runtime image"))
         .await
         .clone()
 }

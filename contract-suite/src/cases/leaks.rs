@@ -1,43 +1,51 @@
-//! Clause `leaks`: no answer or log line carries native error text or the
-//! daemon credential, and no resource of the suite's installation is left.
+//! Clause `leaks`: no answer or info-level log line carries native error
+//! text or the daemon credential, and no resource of the suite's
+//! installation is left.
 
 use super::{Runner, ensure};
-use crate::fixtures::docker_engine::NATIVE_ERROR_CANARY;
-use crate::harness::{CREDENTIAL_CANARY, INSTALLATION};
+use crate::harness::{CREDENTIAL_CANARY, Harness, INSTALLATION};
 use crate::report::Level;
 
-pub async fn run(runner: &mut Runner<'_>) {
-    for (id, canary, what) in [
-        (
-            "leaks.native-error-text",
-            NATIVE_ERROR_CANARY,
-            "native error text",
-        ),
-        (
-            "leaks.credential",
-            CREDENTIAL_CANARY,
-            "the daemon credential",
-        ),
-    ] {
-        let sentence = format!("No answer or log line contains {what}.");
-        runner
-            .case(id, "leaks", Level::Must, sentence, async |h| {
-                let answers = h.answers.lock().unwrap_or_else(|p| p.into_inner());
-                let leaked = answers.iter().find(|answer| answer.contains(canary));
-                ensure(leaked.is_none(), || {
-                    format!("answer: {}", leaked.map(String::as_str).unwrap_or_default())
-                })?;
-                let logs = crate::logs::captured();
-                ensure(!logs.contains(canary), || {
-                    let line = logs
-                        .lines()
-                        .find(|line| line.contains(canary))
-                        .unwrap_or_default();
-                    format!("log line: {line}")
-                })
-            })
-            .await;
+/// The first answer or log line containing any of `markers`.
+fn leaked(h: &Harness, markers: &[&str]) -> Option<String> {
+    let answers = h.answers.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(answer) = answers
+        .iter()
+        .find(|answer| markers.iter().any(|m| answer.contains(m)))
+    {
+        return Some(format!("answer: {answer}"));
     }
+    let logs = crate::logs::captured();
+    logs.lines()
+        .find(|line| markers.iter().any(|m| line.contains(m)))
+        .map(|line| format!("log line: {line}"))
+}
+
+pub async fn run(runner: &mut Runner<'_>) {
+    runner
+        .case(
+            "leaks.native-error-text",
+            "leaks",
+            Level::Must,
+            "No answer or log line contains native error text.",
+            async |h| {
+                let found = leaked(h, &h.engine.native_error_markers());
+                ensure(found.is_none(), || found.unwrap_or_default())
+            },
+        )
+        .await;
+    runner
+        .case(
+            "leaks.credential",
+            "leaks",
+            Level::Must,
+            "No answer or log line contains the daemon credential.",
+            async |h| {
+                let found = leaked(h, &[CREDENTIAL_CANARY]);
+                ensure(found.is_none(), || found.unwrap_or_default())
+            },
+        )
+        .await;
     runner
         .case(
             "leaks.no-leftover-resources",
@@ -45,23 +53,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "After the run, no container or volume of the suite's installation remains.",
             async |h| {
-                let owned = |labels: Option<std::collections::BTreeMap<String, String>>| {
-                    labels.is_some_and(|labels| {
-                        labels.get("io.oac.installation").map(String::as_str) == Some(INSTALLATION)
-                    })
-                };
-                let containers: Vec<String> = h
-                    .engine
-                    .containers()
-                    .into_iter()
-                    .filter(|c| owned(h.engine.container_labels(c)))
-                    .collect();
-                let volumes: Vec<String> = h
-                    .engine
-                    .volumes()
-                    .into_iter()
-                    .filter(|v| owned(h.engine.volume_labels(v)))
-                    .collect();
+                let (containers, volumes) = h.engine.resources_of(INSTALLATION).await;
                 ensure(containers.is_empty() && volumes.is_empty(), || {
                     format!("containers {containers:?}, volumes {volumes:?}")
                 })

@@ -38,14 +38,17 @@ pub async fn run(runner: &mut Runner<'_>) {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     for name in &names {
-        h.engine.insert_volume(name, foreign.clone());
+        if !h.engine.seed_volume(name, foreign.clone()).await {
+            runner.failed(
+                "ownership.setup",
+                "ownership",
+                "Foreign volumes can be seeded.",
+                format!("seeding {name} failed"),
+            );
+            return;
+        }
     }
-    let untouched = |h: &crate::harness::Harness| {
-        names
-            .iter()
-            .all(|name| h.engine.volume_labels(name).as_ref() == Some(&foreign))
-    };
-    let (r, untouched) = (&reference, &untouched);
+    let (r, names, foreign) = (&reference, &names, &foreign);
     runner
         .case(
             "ownership.create-on-collision",
@@ -67,7 +70,9 @@ pub async fn run(runner: &mut Runner<'_>) {
                 ensure(!requests.iter().any(is_mutation), || {
                     format!("mutations: {:?}", actions(&requests))
                 })?;
-                ensure(untouched(h), || "the foreign volumes changed".into())
+                ensure(untouched(h, names, foreign).await, || {
+                    "the foreign volumes changed".into()
+                })
             },
         )
         .await;
@@ -92,8 +97,27 @@ pub async fn run(runner: &mut Runner<'_>) {
                 ensure(!requests.iter().any(is_mutation), || {
                     format!("mutations: {:?}", actions(&requests))
                 })?;
-                ensure(untouched(h), || "the foreign volumes changed".into())
+                ensure(untouched(h, names, foreign).await, || {
+                    "the foreign volumes changed".into()
+                })
             },
         )
         .await;
+    for name in names {
+        h.engine.remove_seeded_volume(name).await;
+    }
+}
+
+/// True when every seeded volume still exists with exactly its labels.
+async fn untouched(
+    h: &crate::harness::Harness,
+    names: &[String],
+    foreign: &BTreeMap<String, String>,
+) -> bool {
+    for name in names {
+        if h.engine.volume_labels(name).await.as_ref() != Some(foreign) {
+            return false;
+        }
+    }
+    true
 }

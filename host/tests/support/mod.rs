@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub const INSTALLATION: &str = "inst-test";
 
 pub mod proxy;
+#[path = "../../../contract-suite/src/fixtures/runtime_image.rs"]
 pub mod runtime_image;
 
 /// The Docker Engine the real-engine tests use, from `OAC_DOCKER_SOCKET`.
