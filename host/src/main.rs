@@ -325,11 +325,19 @@ async fn run(cli: Cli) -> Result<bool> {
     }
 }
 
+/// The most verbose level bollard may log at.
+const BOLLARD_CEILING: &str = "bollard=info";
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            // bollard traces whole request bodies, which carry the daemon
+            // credential in the bootstrap archive: its output stops at info
+            // whatever RUST_LOG asks for.
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn".into())
+                .add_directive(BOLLARD_CEILING.parse().expect("a valid directive")),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -100,3 +100,41 @@ fn a_missing_plugin_directory_is_reported_not_panicked() {
     assert!(stderr.contains("cannot read component"), "{stderr}");
     assert!(!stderr.contains("panicked"));
 }
+
+mod support;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bollard_never_logs_request_bodies_whatever_rust_log_asks() {
+    let engine = support::FakeEngine::start().await;
+    let socket = engine.socket.to_string_lossy().into_owned();
+    let plugins = plugins();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+            .args([
+                "call",
+                "steerable",
+                "get-info",
+                "--reference",
+                "t/e/a",
+                "--plugins",
+                &plugins,
+            ])
+            .args([
+                "--docker-socket",
+                &socket,
+                "--configuration",
+                r#"steerable={"action":"volume-inspect"}"#,
+            ])
+            .env("RUST_LOG", "bollard=trace")
+            .output()
+            .expect("run sandbox-host")
+    })
+    .await
+    .expect("join");
+    assert!(
+        !engine.recorded().is_empty(),
+        "the call reached the engine through bollard"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("bollard"), "bollard logged: {stderr}");
+}
