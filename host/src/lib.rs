@@ -14,6 +14,7 @@ pub mod capability;
 pub mod declaration;
 pub mod host;
 pub mod loader;
+pub mod node_config;
 pub mod optional;
 pub mod registry;
 pub mod state;

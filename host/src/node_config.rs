@@ -1,0 +1,344 @@
+//! The node configuration `sandbox-host serve` starts from (TOML): where to
+//! listen, the bearer token, the installation, and each served kind's
+//! native binding. It is validated completely before anything starts, and
+//! errors name the field, never its value.
+
+use crate::registry::{self, NodeBinding, Registration, RegistrationError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where the node transport listens: exactly one of the two.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Listen {
+    /// A Unix socket path.
+    pub unix: Option<PathBuf>,
+    /// A TCP address, e.g. `127.0.0.1:7400`.
+    pub tcp: Option<std::net::SocketAddr>,
+}
+
+/// Logging of the node.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Logging {
+    /// A tracing filter, e.g. `info` (default `warn`).
+    pub level: Option<String>,
+    /// Write JSON lines instead of text.
+    #[serde(default)]
+    pub json: bool,
+}
+
+/// One served kind.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KindSection {
+    /// The Docker Engine socket, for kinds granted Docker.
+    pub docker_socket: Option<PathBuf>,
+    /// The kind's native configuration.
+    #[serde(default)]
+    pub configuration: toml::Table,
+    /// Configuration keys whose value is a file's contents (e.g.
+    /// `seccomp_profile = "/etc/oac/seccomp.json"`).
+    #[serde(default)]
+    pub configuration_files: BTreeMap<String, PathBuf>,
+}
+
+/// The file as written.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Listen,
+    token_file: PathBuf,
+    installation: String,
+    plugins: PathBuf,
+    #[serde(default = "default_in_flight")]
+    max_in_flight: u32,
+    #[serde(default)]
+    log: Logging,
+    #[serde(default)]
+    kinds: BTreeMap<String, KindSection>,
+}
+
+fn default_in_flight() -> u32 {
+    64
+}
+
+/// A validated node configuration.
+#[derive(Debug)]
+pub struct NodeConfig {
+    /// Where to listen.
+    pub listen: Listen,
+    /// The bearer token clients must present.
+    pub token: Token,
+    /// Directory of staged components.
+    pub plugins: PathBuf,
+    /// Operations allowed in flight on this node.
+    pub max_in_flight: u32,
+    /// Logging.
+    pub log: Logging,
+    /// The served kinds' registry rows.
+    pub registrations: Vec<Registration>,
+    /// Their bindings.
+    pub bindings: BTreeMap<String, NodeBinding>,
+}
+
+/// The node's bearer token; its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// The token itself, for the constant-time comparison.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token([redacted])")
+    }
+}
+
+/// Why the configuration is refused. Values are never echoed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read the configuration file {0}")]
+    Read(PathBuf),
+    /// The TOML is malformed or has unknown or mistyped fields.
+    #[error("the configuration file is not valid: {0}")]
+    Syntax(String),
+    /// `listen` must name exactly one of `unix` and `tcp`.
+    #[error("listen: give exactly one of `unix` and `tcp`")]
+    Listen,
+    /// The token file is unreadable, empty, or readable by others.
+    #[error("token_file: {0}")]
+    Token(&'static str),
+    /// A field is out of range.
+    #[error("{0}: out of range")]
+    Range(&'static str),
+    /// A kind is not in this host's registry.
+    #[error("kinds: `{0}` is not a registered kind")]
+    UnknownKind(String),
+    /// No kind is served.
+    #[error("kinds: at least one kind must be served")]
+    NoKinds,
+    /// A `configuration_files` entry cannot be read.
+    #[error("kinds.{kind}.configuration_files.{key}: cannot read the file")]
+    ConfigurationFile {
+        /// The kind.
+        kind: String,
+        /// The key.
+        key: String,
+    },
+    /// A kind's binding breaks the registry's rules.
+    #[error(transparent)]
+    Binding(#[from] RegistrationError),
+}
+
+fn read_token(path: &Path) -> Result<Token, ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata = std::fs::metadata(path).map_err(|_| ConfigError::Token("cannot be read"))?;
+    if metadata.permissions().mode() & 0o077 != 0 {
+        return Err(ConfigError::Token(
+            "must not be readable by group or others (chmod 600)",
+        ));
+    }
+    let token = std::fs::read_to_string(path).map_err(|_| ConfigError::Token("cannot be read"))?;
+    let token = token.trim().to_string();
+    if token.len() < 16 {
+        return Err(ConfigError::Token(
+            "must hold a token of at least 16 characters",
+        ));
+    }
+    Ok(Token(token))
+}
+
+impl NodeConfig {
+    /// Reads and validates the file at `path` against `table` (the registry).
+    pub fn load(path: &Path, table: &[Registration]) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|_| ConfigError::Read(path.to_path_buf()))?;
+        Self::parse(&text, table)
+    }
+
+    /// Validates configuration text against `table`.
+    pub fn parse(text: &str, table: &[Registration]) -> Result<Self, ConfigError> {
+        let file: File = toml::from_str(text)
+            .map_err(|error| ConfigError::Syntax(error.message().to_string()))?;
+        if file.listen.unix.is_some() == file.listen.tcp.is_some() {
+            return Err(ConfigError::Listen);
+        }
+        if !(1..=4096).contains(&file.max_in_flight) {
+            return Err(ConfigError::Range("max_in_flight"));
+        }
+        if file.kinds.is_empty() {
+            return Err(ConfigError::NoKinds);
+        }
+        let token = read_token(&file.token_file)?;
+        let mut registrations = Vec::new();
+        let mut bindings = BTreeMap::new();
+        for (kind, section) in file.kinds {
+            let registration = table
+                .iter()
+                .find(|row| row.kind == kind)
+                .ok_or_else(|| ConfigError::UnknownKind(kind.clone()))?;
+            let mut configuration = serde_json::to_value(&section.configuration)
+                .map_err(|_| ConfigError::Syntax(format!("kinds.{kind}.configuration")))?;
+            for (key, file) in &section.configuration_files {
+                let contents =
+                    std::fs::read_to_string(file).map_err(|_| ConfigError::ConfigurationFile {
+                        kind: kind.clone(),
+                        key: key.clone(),
+                    })?;
+                if let Some(object) = configuration.as_object_mut() {
+                    object.insert(key.clone(), serde_json::Value::String(contents));
+                }
+            }
+            let binding = NodeBinding {
+                installation_id: file.installation.clone(),
+                docker_socket: section.docker_socket,
+                configuration,
+                credential: None,
+                hook: None,
+            };
+            registry::validate_node_binding(registration, &binding)?;
+            registrations.push(registration.clone());
+            bindings.insert(kind, binding);
+        }
+        Ok(Self {
+            listen: file.listen,
+            token,
+            plugins: file.plugins,
+            max_in_flight: file.max_in_flight,
+            log: file.log,
+            registrations,
+            bindings,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Files {
+        dir: tempfile::TempDir,
+    }
+
+    impl Files {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let token = dir.path().join("token");
+            std::fs::write(&token, "0123456789abcdef0123\n").expect("token");
+            std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+            std::fs::write(
+                dir.path().join("seccomp.json"),
+                "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}",
+            )
+            .expect("seccomp");
+            Self { dir }
+        }
+
+        fn config(&self, tail: &str) -> String {
+            let dir = self.dir.path().display();
+            format!(
+                r#"
+token_file = "{dir}/token"
+installation = "inst-1"
+plugins = "/usr/lib/oac/plugins"
+[listen]
+unix = "{dir}/node.sock"
+{tail}
+"#
+            )
+        }
+    }
+
+    const DOCKER: &str = r#"
+[kinds.docker]
+docker_socket = "/run/docker.sock"
+[kinds.docker.configuration]
+image = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
+network = "none"
+[kinds.docker.configuration.resources]
+cpus = 1.5
+memory_mib = 512
+"#;
+
+    #[test]
+    fn a_complete_configuration_loads_with_file_values() {
+        let files = Files::new();
+        let seccomp = files.dir.path().join("seccomp.json");
+        let tail = format!(
+            "{DOCKER}[kinds.docker.configuration_files]\nseccomp_profile = \"{}\"\n",
+            seccomp.display()
+        );
+        let config = NodeConfig::parse(&files.config(&tail), &registry::builtin()).expect("valid");
+        assert_eq!(config.token.expose(), "0123456789abcdef0123");
+        assert!(
+            !format!("{config:?}").contains("0123456789abcdef0123"),
+            "Debug hides the token"
+        );
+        assert_eq!(config.max_in_flight, 64);
+        let binding = &config.bindings["docker"];
+        assert_eq!(binding.installation_id, "inst-1");
+        assert_eq!(binding.configuration["resources"]["memory_mib"], 512);
+        assert_eq!(
+            binding.configuration["seccomp_profile"],
+            "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"
+        );
+        assert_eq!(config.registrations.len(), 1);
+    }
+
+    #[test]
+    fn each_problem_is_named_without_echoing_values() {
+        let files = Files::new();
+        let table = registry::builtin();
+        let refused = |text: String| {
+            NodeConfig::parse(&text, &table)
+                .expect_err("refused")
+                .to_string()
+        };
+        let unknown = files
+            .config(DOCKER)
+            .replace("plugins =", "secret_field = \"hunter2\"\nplugins =");
+        assert!(refused(unknown.clone()).contains("not valid"));
+        assert!(!refused(unknown).contains("hunter2"));
+        assert!(refused(files.config("")).contains("at least one kind"));
+        assert!(
+            refused(files.config("[kinds.nope]\n")).contains("`nope` is not a registered kind")
+        );
+        assert!(refused(files.config("[kinds.docker]\n")).contains("docker_socket"));
+        let both = files
+            .config(DOCKER)
+            .replace("[listen]\n", "[listen]\ntcp = \"127.0.0.1:7400\"\n");
+        assert!(refused(both).contains("exactly one"));
+        let in_flight = files
+            .config(DOCKER)
+            .replace("plugins =", "max_in_flight = 0\nplugins =");
+        assert!(refused(in_flight).contains("max_in_flight"));
+        let missing = format!(
+            "{DOCKER}[kinds.docker.configuration_files]\nseccomp_profile = \"/nonexistent\"\n"
+        );
+        assert!(refused(files.config(&missing)).contains("configuration_files.seccomp_profile"));
+    }
+
+    #[test]
+    fn the_token_must_be_private_and_long_enough() {
+        let files = Files::new();
+        let token = files.dir.path().join("token");
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let error =
+            NodeConfig::parse(&files.config(DOCKER), &registry::builtin()).expect_err("refused");
+        assert!(error.to_string().contains("chmod 600"));
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::fs::write(&token, "short").expect("write");
+        let error =
+            NodeConfig::parse(&files.config(DOCKER), &registry::builtin()).expect_err("refused");
+        assert!(error.to_string().contains("at least 16"));
+    }
+}
