@@ -149,6 +149,31 @@ async fn shell(host: &Host, reference: &Reference, script: &str) -> (String, i32
     )
 }
 
+/// A created allocation on a real engine, for the tests that start from one.
+struct Running {
+    host: Host,
+    engine: Docker,
+    reference: Reference,
+    created: sandbox_host::bindings::Info,
+}
+
+/// Creates an allocation named `name` (`None`: no engine, the test is skipped).
+async fn running(test: &str, name: &str, nested_sandbox: bool) -> Option<Running> {
+    let socket = engine_socket(test)?;
+    let host = adapter_with(&socket, INSTALLATION, nested_sandbox).await;
+    let reference = allocation(name);
+    let created = host
+        .create("docker", bootstrap(&reference), budget())
+        .await
+        .expect("created");
+    Some(Running {
+        host,
+        engine: direct(&socket),
+        reference,
+        created,
+    })
+}
+
 /// The container name the adapter derives (read back from inspect by label).
 async fn container_of(
     engine: &Docker,
@@ -176,16 +201,16 @@ async fn cleanup(host: &Host, reference: &Reference) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_applies_every_container_setting() {
-    let Some(socket) = engine_socket("docker adapter settings") else {
+    let Some(Running {
+        host,
+        engine,
+        reference,
+        created: info,
+        ..
+    }) = running("docker adapter settings", "settings", false).await
+    else {
         return;
     };
-    let host = adapter(&socket, INSTALLATION).await;
-    let engine = direct(&socket);
-    let reference = allocation("settings");
-    let info = host
-        .create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
     assert_eq!(
         (info.state, info.bootstrap_complete, info.create_settled),
         (LifecycleState::Running, true, true)
@@ -431,15 +456,15 @@ async fn duplicate_create_and_retained_volumes_are_exists() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_removes_all_three_and_is_idempotent() {
-    let Some(socket) = engine_socket("docker adapter kill") else {
+    let Some(Running {
+        host,
+        engine,
+        reference,
+        ..
+    }) = running("docker adapter kill", "kill", false).await
+    else {
         return;
     };
-    let host = adapter(&socket, INSTALLATION).await;
-    let engine = direct(&socket);
-    let reference = allocation("kill");
-    host.create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
     let container = container_of(&engine, &reference).await;
     let mut volumes: Vec<String> = container
         .mounts
@@ -558,14 +583,12 @@ async fn sandbox_names(socket: &PathBuf, reference: &Reference) -> (String, Stri
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_command_keeps_bytes_streams_and_exit_codes() {
-    let Some(socket) = engine_socket("docker adapter run-command") else {
+    let Some(Running {
+        host, reference, ..
+    }) = running("docker adapter run-command", "command", false).await
+    else {
         return;
     };
-    let host = adapter(&socket, INSTALLATION).await;
-    let reference = allocation("command");
-    host.create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
 
     let binary: Vec<u8> = (0..=255u8).chain([0, 0, 10, 0]).collect();
     let echoed = run(&host, &reference, &["cat"], Some(binary.clone()))
@@ -730,15 +753,15 @@ async fn the_probe_reports_readiness_and_a_missing_image() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
-    let Some(socket) = engine_socket("docker adapter nested") else {
+    let Some(Running {
+        host,
+        engine,
+        reference,
+        ..
+    }) = running("docker adapter nested", "nested", true).await
+    else {
         return;
     };
-    let host = adapter_with(&socket, INSTALLATION, true).await;
-    let engine = direct(&socket);
-    let reference = allocation("nested");
-    host.create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
     let host_config = container_of(&engine, &reference)
         .await
         .host_config
@@ -758,15 +781,15 @@ async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_blocks_readiness_and_never_triggers_cleanup() {
-    let Some(socket) = engine_socket("docker adapter drift") else {
+    let Some(Running {
+        host,
+        engine,
+        reference,
+        ..
+    }) = running("docker adapter drift", "drift", false).await
+    else {
         return;
     };
-    let host = adapter(&socket, INSTALLATION).await;
-    let engine = direct(&socket);
-    let reference = allocation("drift");
-    host.create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
     let ready = host
         .get_info("docker", reference.clone(), budget())
         .await
@@ -804,15 +827,15 @@ async fn drift_blocks_readiness_and_never_triggers_cleanup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_reports_one_stats_sample() {
-    let Some(socket) = engine_socket("docker adapter observe") else {
+    let Some(Running {
+        host,
+        reference,
+        created,
+        ..
+    }) = running("docker adapter observe", "observe", false).await
+    else {
         return;
     };
-    let host = adapter(&socket, INSTALLATION).await;
-    let reference = allocation("observe");
-    let created = host
-        .create("docker", bootstrap(&reference), budget())
-        .await
-        .expect("created");
     let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
         reference: reference.clone(),
         provider_id: created.provider_id.clone(),

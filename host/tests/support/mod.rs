@@ -4,7 +4,6 @@
 #![allow(dead_code, missing_docs)]
 
 use sandbox_host::host::Connect;
-use sandbox_host::registry::{DigestSource, Grants, Mode, Policy};
 use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -48,20 +47,14 @@ pub fn runtime() -> Arc<Runtime> {
         .clone()
 }
 
-/// A registry row for the steerable test component.
+/// The builtin steerable row under another kind name.
 pub fn steerable(kind: &str) -> Registration {
+    let row = sandbox_host::registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "steerable");
     Registration {
         kind: kind.into(),
-        mode: Mode::Nodes,
-        component: "steerable.wasm".into(),
-        digest: DigestSource::Staged,
-        grants: Grants {
-            docker: true,
-            http_origins: Vec::new(),
-        },
-        policy: Policy::default(),
-        node_artifacts: Vec::new(),
-        suspension: None,
+        ..row.expect("the builtin table has the steerable kind")
     }
 }
 
