@@ -17,6 +17,9 @@ pub struct Budget(u32);
 pub struct InvalidBudget;
 
 impl Budget {
+    /// The largest budget.
+    pub const MAX: Budget = Budget(MAX_BUDGET_MS);
+
     /// Accepts 1 ..= 120 000 ms.
     pub fn from_millis(millis: u32) -> Result<Self, InvalidBudget> {
         (MIN_BUDGET_MS..=MAX_BUDGET_MS)

@@ -4,10 +4,9 @@
 
 use crate::bindings::{Provider, ProviderPre};
 use crate::capability::SharedCapabilities;
-use crate::loader::EPOCH_TICK;
 use crate::state::CallState;
 use std::time::Instant;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Why a call ended without the component's answer. Every case means the
 /// outcome is unknown: callers report it as unconfirmed, never as success.
@@ -63,9 +62,17 @@ pub async fn run<R>(
         CallState::new(capabilities, deadline, max_memory_bytes),
     );
     store.limiter(|state| &mut state.limits);
-    let ticks = (remaining.as_millis() / EPOCH_TICK.as_millis()) as u64 + 1;
-    store.set_epoch_deadline(ticks);
-    store.epoch_deadline_trap();
+    // Every epoch tick the guest yields to the executor, so a guest that
+    // spins cannot hold a worker thread (and the node's other requests)
+    // hostage; once the deadline has passed it is interrupted.
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        Ok(if Instant::now() >= deadline {
+            UpdateDeadline::Interrupt
+        } else {
+            UpdateDeadline::Yield(1)
+        })
+    });
     let work = async {
         let provider = pre
             .instantiate_async(&mut store)

@@ -155,7 +155,10 @@ impl Kind {
 
 /// An answer that claims another allocation, or `unsupported` from a
 /// supported operation, is not evidence: the outcome is unknown.
-fn police_read(answer: Result<Info, Error>, allocation: &Reference) -> Result<Info, Error> {
+pub(crate) fn police_read(
+    answer: Result<Info, Error>,
+    allocation: &Reference,
+) -> Result<Info, Error> {
     match answer {
         Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed),
         Err(Error::Unsupported(_)) => Err(Error::ComputeUnconfirmed),
@@ -181,7 +184,7 @@ fn police_mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Res
 }
 
 /// Output over the bound is never a (truncated) success.
-fn police_command(answer: Result<CommandResult, Error>) -> Result<CommandResult, Error> {
+pub(crate) fn police_command(answer: Result<CommandResult, Error>) -> Result<CommandResult, Error> {
     let limit = MAX_OUTPUT_BYTES as usize;
     match answer {
         Ok(result) if result.stdout.len() > limit || result.stderr.len() > limit => {

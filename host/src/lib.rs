@@ -16,8 +16,10 @@ pub mod host;
 pub mod loader;
 pub mod node_config;
 pub mod optional;
+pub mod provider;
 pub mod registry;
 pub mod state;
+pub mod transport;
 
 pub use budget::Budget;
 pub use host::{Connect, Host, HostError};

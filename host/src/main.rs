@@ -1,14 +1,19 @@
-//! `sandbox-host`: validate, describe and call the provider kinds of the
-//! fixed registry compiled into this binary.
+//! `sandbox-host`: serve, validate, describe and call the provider kinds of
+//! the fixed registry compiled into this binary, and talk to a serving node
+//! as Core does.
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use sandbox_host::bindings::{Bootstrap, Command, Reference};
+use sandbox_host::bindings::{Bootstrap, Command, NetworkAccess, Reference};
 use sandbox_host::host::Connect;
+use sandbox_host::node_config::{NodeConfig, Token};
+use sandbox_host::provider::{LocalProvider, SandboxProvider};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
 use sandbox_host::{Budget, Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Loads sandbox-provider Wasm components from the fixed registry, validates
 /// them, and brokers their native calls (Docker Engine, HTTP).
@@ -37,8 +42,94 @@ struct NodeArgs {
     configurations: Vec<String>,
 }
 
+/// How to reach a serving node.
+#[derive(Args)]
+struct RemoteArgs {
+    /// The node's Unix socket.
+    #[arg(long, conflicts_with = "tcp", required_unless_present = "tcp")]
+    unix: Option<PathBuf>,
+    /// The node's TCP address, e.g. `127.0.0.1:7400`.
+    #[arg(long)]
+    tcp: Option<std::net::SocketAddr>,
+    /// File holding the node's bearer token (mode 600).
+    #[arg(long)]
+    token_file: PathBuf,
+}
+
+/// One operation's input, as `call` and `client call` take it.
+#[derive(Args)]
+struct OperationArgs {
+    /// Provider kind, e.g. `docker`.
+    kind: String,
+    /// One of: create, get-info, renew, kill, run-command.
+    operation: String,
+    /// The allocation: `TENANT/ENVIRONMENT/ALLOCATION`.
+    #[arg(long)]
+    reference: String,
+    /// Budget for the call, 1..=120000 ms.
+    #[arg(long, default_value_t = 30_000)]
+    budget_ms: u32,
+    /// create: JSON file with the rest of the bootstrap: session_id,
+    /// device_id, core_url, daemon_credential, harness, network_access
+    /// ("Enabled", "Disabled" or "Restricted") and allowed_domains.
+    #[arg(long)]
+    bootstrap: Option<PathBuf>,
+    /// run-command: file whose bytes become the command's stdin.
+    #[arg(long)]
+    stdin_file: Option<PathBuf>,
+    /// run-command: working directory.
+    #[arg(long)]
+    directory: Option<String>,
+    /// run-command: the program and its arguments (after `--`).
+    #[arg(last = true)]
+    args: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum ClientCmd {
+    /// Print each served kind's readiness diagnostics as JSON (exit status 1
+    /// when any kind is not ready).
+    Health,
+    /// Print the served kinds' declarations as JSON.
+    Kinds,
+    /// Run one operation through the node and print the result as JSON
+    /// (exit status 1 when the operation returns an error code).
+    Call {
+        #[command(flatten)]
+        operation: OperationArgs,
+    },
+    /// Walk one allocation through create, get-info, run-command and kill,
+    /// printing each step (exit status 1 when a step fails).
+    Walk {
+        /// Provider kind, e.g. `docker`.
+        kind: String,
+        /// The allocation: `TENANT/ENVIRONMENT/ALLOCATION` (default: a fresh one).
+        #[arg(long)]
+        reference: Option<String>,
+        /// Budget for each step, 1..=120000 ms.
+        #[arg(long, default_value_t = 60_000)]
+        budget_ms: u32,
+    },
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// Serve the kinds of a node configuration (TOML) to Core over the node
+    /// protocol until interrupted (Ctrl-C or SIGTERM), then finish the
+    /// operations in flight and stop.
+    Serve {
+        /// The node configuration file.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Talk to a serving node as Core does: through the node protocol and
+    /// the Core-side proxy.
+    Client {
+        #[command(flatten)]
+        remote: RemoteArgs,
+        #[command(subcommand)]
+        action: ClientCmd,
+    },
     /// Validate the registry table and load every component offline
     /// (digest, contract version, exports, declaration); no native I/O.
     Validate {
@@ -71,35 +162,13 @@ enum Cmd {
         #[arg(long, default_value = "target/seccomp")]
         out: PathBuf,
     },
-    /// Run one operation on one kind and print the result as JSON
-    /// (exit status 1 when the operation returns an error code).
+    /// Run one operation on one kind in this process and print the result
+    /// as JSON (exit status 1 when the operation returns an error code).
     Call {
-        /// Provider kind, e.g. `steerable`.
-        kind: String,
-        /// One of: create, get-info, renew, kill, run-command.
-        operation: String,
-        /// The allocation: `TENANT/ENVIRONMENT/ALLOCATION`.
-        #[arg(long)]
-        reference: String,
-        /// Budget for the call, 1..=120000 ms.
-        #[arg(long, default_value_t = 30_000)]
-        budget_ms: u32,
-        /// create: JSON file with the rest of the bootstrap: session_id,
-        /// device_id, core_url, daemon_credential, harness, network_access
-        /// ("Enabled", "Disabled" or "Restricted") and allowed_domains.
-        #[arg(long)]
-        bootstrap: Option<PathBuf>,
-        /// run-command: file whose bytes become the command's stdin.
-        #[arg(long)]
-        stdin_file: Option<PathBuf>,
-        /// run-command: working directory.
-        #[arg(long)]
-        directory: Option<String>,
+        #[command(flatten)]
+        operation: OperationArgs,
         #[command(flatten)]
         node: NodeArgs,
-        /// run-command: the program and its arguments (after `--`).
-        #[arg(last = true)]
-        args: Vec<String>,
     },
 }
 
@@ -178,23 +247,15 @@ fn report<T: serde::Serialize>(outcome: Result<T, (&'static str, Value)>) -> Res
     Ok(ok)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn call(
-    host: &Host,
-    kind: &str,
-    operation: &str,
-    allocation: Reference,
-    budget: Budget,
-    bootstrap: Option<PathBuf>,
-    stdin: Option<PathBuf>,
-    directory: Option<String>,
-    args: Vec<String>,
-) -> Result<bool> {
+/// Runs one operation on `provider`, in this process or through a node.
+async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<bool> {
     use sandbox_host::bindings::Failure;
+    let budget = Budget::from_millis(input.budget_ms)?;
+    let allocation = parse_reference(&input.reference)?;
     let failure = |f: Failure| (f.error.code(), json!(f.info));
-    match operation {
+    match input.operation.as_str() {
         "create" => {
-            let path = bootstrap.context("create needs --bootstrap FILE")?;
+            let path = input.bootstrap.context("create needs --bootstrap FILE")?;
             let mut fields: serde_json::Map<String, Value> = serde_json::from_slice(
                 &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
             )
@@ -202,40 +263,212 @@ async fn call(
             fields.insert("reference".into(), json!(allocation));
             let request: Bootstrap = serde_json::from_value(Value::Object(fields))
                 .context("the bootstrap file is incomplete or malformed")?;
-            report(host.create(kind, request, budget).await.map_err(failure))
+            report(provider.create(request, budget).await.map_err(failure))
         }
         "get-info" => report(
-            host.get_info(kind, allocation, budget)
+            provider
+                .get_info(allocation, budget)
                 .await
                 .map_err(|e| (e.code(), Value::Null)),
         ),
-        "renew" => report(host.renew(kind, allocation, budget).await.map_err(failure)),
-        "kill" => report(host.kill(kind, allocation, budget).await.map_err(failure)),
+        "renew" => report(provider.renew(allocation, budget).await.map_err(failure)),
+        "kill" => report(provider.kill(allocation, budget).await.map_err(failure)),
         "run-command" => {
-            let stdin = stdin
+            let stdin = input
+                .stdin_file
                 .map(|path| {
                     std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
                 })
                 .transpose()?;
             let request = Command {
-                args,
-                directory,
+                args: input.args,
+                directory: input.directory,
                 stdin,
             };
-            let outcome = host
-                .run_command(kind, allocation, request, budget)
+            let outcome = provider
+                .run_command(allocation, request, budget)
                 .await
-                .map(|result| {
-                    json!({
-                        "stdout": String::from_utf8_lossy(&result.stdout),
-                        "stderr": String::from_utf8_lossy(&result.stderr),
-                        "exit_code": result.exit_code,
-                    })
-                });
+                .map(|result| command_json(&result));
             report(outcome.map_err(|e| (e.code(), Value::Null)))
         }
         other => bail!("unknown operation `{other}` (create, get-info, renew, kill, run-command)"),
     }
+}
+
+fn command_json(result: &sandbox_host::bindings::CommandResult) -> Value {
+    json!({
+        "stdout": String::from_utf8_lossy(&result.stdout),
+        "stderr": String::from_utf8_lossy(&result.stderr),
+        "exit_code": result.exit_code,
+    })
+}
+
+/// Prints one step of `client walk`; returns whether it succeeded.
+fn step<T: serde::Serialize>(name: &str, outcome: Result<T, &'static str>) -> bool {
+    match outcome {
+        Ok(value) => {
+            println!("{name}: ok {}", json!(value));
+            true
+        }
+        Err(code) => {
+            println!("{name}: error {code}");
+            false
+        }
+    }
+}
+
+/// create → get-info → run-command → kill on one allocation; kill runs
+/// whenever create may have left something behind.
+async fn walk(provider: &impl SandboxProvider, allocation: Reference, budget: Budget) -> bool {
+    println!(
+        "allocation {}/{}/{}",
+        allocation.tenant_id, allocation.environment_id, allocation.allocation_id
+    );
+    let request = Bootstrap {
+        reference: allocation.clone(),
+        session_id: "quickstart-session".into(),
+        device_id: "quickstart-device".into(),
+        core_url: "https://core.invalid".into(),
+        daemon_credential: "quickstart-credential-not-a-secret".into(),
+        harness: "quickstart".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    };
+    let created = provider.create(request, budget).await;
+    let exists = matches!(&created, Err(f) if f.error.code() == "exists");
+    let mut ok = step("create", created.map_err(|f| f.error.code()));
+    if ok {
+        ok &= step(
+            "get-info",
+            provider
+                .get_info(allocation.clone(), budget)
+                .await
+                .map_err(|e| e.code()),
+        );
+        let command = Command {
+            args: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo hello from $(id -u); wc -c".into(),
+            ],
+            directory: None,
+            stdin: Some(b"stdin travels as bytes".to_vec()),
+        };
+        ok &= step(
+            "run-command",
+            provider
+                .run_command(allocation.clone(), command, budget)
+                .await
+                .map(|result| command_json(&result))
+                .map_err(|e| e.code()),
+        );
+    }
+    if !exists {
+        ok &= step(
+            "kill",
+            provider
+                .kill(allocation, budget)
+                .await
+                .map_err(|f| f.error.code()),
+        );
+    }
+    ok
+}
+
+fn fresh_reference() -> Reference {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis())
+        .unwrap_or_default();
+    Reference {
+        tenant_id: "quickstart".into(),
+        environment_id: "env".into(),
+        allocation_id: format!("alloc-{stamp}"),
+    }
+}
+
+async fn client(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
+    let endpoint = match (remote.unix, remote.tcp) {
+        (Some(path), _) => Endpoint::Unix(path),
+        (None, Some(address)) => Endpoint::Tcp(address),
+        (None, None) => bail!("give --unix or --tcp"),
+    };
+    let token = Token::read(&remote.token_file)?;
+    let client = NodeClient::new(&endpoint, &token)?;
+    let budget = Budget::from_millis(30_000)?;
+    match action {
+        ClientCmd::Health => {
+            let health = client.health(budget).await?;
+            println!("{}", serde_json::to_string_pretty(&health)?);
+            Ok(health.ready)
+        }
+        ClientCmd::Kinds => {
+            let kinds = client.kinds(budget).await?;
+            println!("{}", serde_json::to_string_pretty(&kinds)?);
+            Ok(true)
+        }
+        ClientCmd::Call { operation } => {
+            let provider = RemoteProvider::connect(client, &operation.kind, budget).await?;
+            call(&provider, operation).await
+        }
+        ClientCmd::Walk {
+            kind,
+            reference,
+            budget_ms,
+        } => {
+            let allocation = match reference {
+                Some(text) => parse_reference(&text)?,
+                None => fresh_reference(),
+            };
+            let budget = Budget::from_millis(budget_ms)?;
+            let provider = RemoteProvider::connect(client, &kind, budget).await?;
+            Ok(walk(&provider, allocation, budget).await)
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn interrupted() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    eprintln!("sandbox-host: stopping; finishing the operations in flight");
+}
+
+async fn serve(path: PathBuf) -> Result<bool> {
+    let config = NodeConfig::load(&path, &registry::builtin())?;
+    init_logging(config.log.level.as_deref(), config.log.json);
+    let runtime = Runtime::new().context("creating the WebAssembly engine")?;
+    let host = Host::load(
+        runtime,
+        &config.registrations,
+        &config.plugins,
+        &config.bindings,
+        Connect::Capabilities,
+    )
+    .await?;
+    let kinds: Vec<String> = host.kinds().map(|k| k.registration.kind.clone()).collect();
+    let shown = match Endpoint::of(&config.listen) {
+        Some(Endpoint::Unix(path)) => format!("unix:{}", path.display()),
+        Some(Endpoint::Tcp(address)) => format!("tcp:{address}"),
+        None => bail!("listen: give exactly one of `unix` and `tcp`"),
+    };
+    let node = Node::new(Arc::new(host), config.token, config.max_in_flight);
+    let listen = config.listen;
+    let served = tokio::spawn(async move { node.serve(&listen, interrupted()).await });
+    eprintln!("sandbox-host: serving {} on {shown}", kinds.join(", "));
+    served.await.context("the server task failed")??;
+    eprintln!("sandbox-host: stopped");
+    Ok(true)
 }
 
 async fn run(cli: Cli) -> Result<bool> {
@@ -302,46 +535,48 @@ async fn run(cli: Cli) -> Result<bool> {
             println!("{}\n{}", profile.display(), notice.display());
             Ok(true)
         }
-        Cmd::Call {
-            kind,
-            operation,
-            reference,
-            budget_ms,
-            bootstrap,
-            stdin_file,
-            directory,
-            node,
-            args,
-        } => {
-            let budget = Budget::from_millis(budget_ms)?;
-            let allocation = parse_reference(&reference)?;
+        Cmd::Call { operation, node } => {
+            Budget::from_millis(operation.budget_ms)?;
+            parse_reference(&operation.reference)?;
             let host = load(&node, Connect::Capabilities).await?;
-            call(
-                &host, &kind, &operation, allocation, budget, bootstrap, stdin_file, directory,
-                args,
-            )
-            .await
+            let provider = LocalProvider::new(&host, &operation.kind)
+                .map_err(|_| anyhow::anyhow!("`{}` is not a loaded kind", operation.kind))?;
+            call(&provider, operation).await
         }
+        Cmd::Serve { config } => serve(config).await,
+        Cmd::Client { remote, action } => client(remote, action).await,
     }
 }
 
 /// The most verbose level bollard may log at.
 const BOLLARD_CEILING: &str = "bollard=info";
 
+/// Logs to stderr: `RUST_LOG` when set, else `level`, else `warn`.
+fn init_logging(level: Option<&str>, json: bool) {
+    // bollard traces whole request bodies, which carry the daemon
+    // credential in the bootstrap archive: its output stops at info
+    // whatever RUST_LOG asks for.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| level.unwrap_or("warn").into())
+        .add_directive(BOLLARD_CEILING.parse().expect("a valid directive"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second initialisation (none happens today) would only be ignored.
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            // bollard traces whole request bodies, which carry the daemon
-            // credential in the bootstrap archive: its output stops at info
-            // whatever RUST_LOG asks for.
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn".into())
-                .add_directive(BOLLARD_CEILING.parse().expect("a valid directive")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(Cli::parse()).await {
+    let cli = Cli::parse();
+    if !matches!(cli.command, Cmd::Serve { .. }) {
+        init_logging(None, false);
+    }
+    match run(cli).await {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::from(1),
         Err(error) => {

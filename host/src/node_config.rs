@@ -137,6 +137,14 @@ pub enum ConfigError {
     Binding(#[from] RegistrationError),
 }
 
+impl Token {
+    /// Reads a token file: private to its owner (mode 600), at least 16
+    /// characters after trimming.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        read_token(path)
+    }
+}
+
 fn read_token(path: &Path) -> Result<Token, ConfigError> {
     use std::os::unix::fs::PermissionsExt;
     let metadata = std::fs::metadata(path).map_err(|_| ConfigError::Token("cannot be read"))?;

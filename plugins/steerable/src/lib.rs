@@ -3,6 +3,11 @@
 //! `create`/`get-info` do, so the host's rules are tested against real Wasm:
 //!
 //! `{"declaration": "valid", "action": "volume-create", "volume": "name", "url": "..."}`
+//!
+//! Actions `error-<code>` make `create`/`get-info` fail with that fixed
+//! code; `failure-*` make `create` fail with `exists` and an attached info
+//! (settled absence, settled running with an id, unsettled, or absent with
+//! an id), so the node transport's settlement rule can be tested.
 
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
@@ -145,6 +150,7 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     let mut spec = owned_spec(&allocation);
     match steering.action.as_str() {
         "" | "none" => return Ok(info(allocation, None)),
+        code if code.starts_with("error-") => return Err(steered_error(code)),
         "loop" => spin_forever(),
         "allocate" => {
             let mut hoard: Vec<Vec<u8>> = Vec::new();
@@ -231,8 +237,45 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     Ok(info(allocation, Some(id)))
 }
 
+/// `error-<code>`: that fixed error (`invalid` for an unknown code).
+fn steered_error(action: &str) -> Error {
+    match action {
+        "error-ownership" => Error::Ownership,
+        "error-exists" => Error::Exists,
+        "error-not-found" => Error::NotFound,
+        "error-compute-unconfirmed" => Error::ComputeUnconfirmed,
+        "error-command-unconfirmed" => Error::CommandUnconfirmed,
+        "error-observation-unavailable" => Error::ObservationUnavailable,
+        "error-runtime-not-running" => Error::RuntimeNotRunning,
+        _ => Error::Invalid,
+    }
+}
+
+/// `failure-*`: a failed create carrying info, to test who keeps it.
+fn steered_failure(action: &str, allocation: Reference) -> Option<Failure> {
+    let settled = |state, id: Option<&str>, create_settled| Info {
+        state,
+        create_settled,
+        ..info(allocation.clone(), id.map(Into::into))
+    };
+    let info = match action {
+        "failure-settled-absent" => settled(LifecycleState::Absent, None, true),
+        "failure-settled-running" => settled(LifecycleState::Running, Some("native-1"), true),
+        "failure-unsettled" => settled(LifecycleState::Pending, Some("native-1"), false),
+        "failure-absent-with-id" => settled(LifecycleState::Absent, Some("native-1"), true),
+        _ => return None,
+    };
+    Some(Failure {
+        error: Error::Exists,
+        info: Some(info),
+    })
+}
+
 impl SandboxProvider for Steerable {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
+        if let Some(failure) = steered_failure(&steering().action, request.reference.clone()) {
+            return Err(failure);
+        }
         act(request.reference).map_err(Failure::from)
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {

@@ -1,0 +1,740 @@
+//! The node transport over real sockets: `Node::serve` with the steerable
+//! component on one side, the raw client and the Core-side proxy on the
+//! other, and a recording fake Docker Engine behind the node to show what
+//! ran natively.
+
+mod support;
+
+use sandbox_host::bindings::{
+    Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
+    UnsupportedOperation,
+};
+use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::provider::{LocalProvider, SandboxProvider};
+use sandbox_host::transport::wire::{self, Call, Outcome};
+use sandbox_host::transport::{
+    Endpoint, MAX_REQUEST_BYTES, Node, NodeClient, PROTOCOL_HEADER, PROTOCOL_VERSION,
+    RemoteProvider, TransportError, reasons,
+};
+use sandbox_host::{Budget, Host, host::Connect};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{FakeEngine, binding, plugin_dir, runtime, steerable};
+
+const TOKEN: &str = "transport-test-token-0123456789";
+
+/// A node serving steerable kinds on a Unix socket, with its fake engine.
+struct Served {
+    socket: PathBuf,
+    token: Token,
+    host: Arc<Host>,
+    engine: FakeEngine,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), sandbox_host::transport::ServeError>>,
+    _dir: tempfile::TempDir,
+}
+
+fn token_in(dir: &std::path::Path) -> Token {
+    let path = dir.join("token");
+    std::fs::write(&path, TOKEN).expect("token");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    Token::read(&path).expect("token")
+}
+
+/// Serves steerable kinds, each steered by its configuration.
+async fn serve(kinds: &[(&str, serde_json::Value)], max_in_flight: u32) -> Served {
+    serve_on(kinds, max_in_flight, None).await
+}
+
+async fn serve_on(
+    kinds: &[(&str, serde_json::Value)],
+    max_in_flight: u32,
+    tcp: Option<std::net::SocketAddr>,
+) -> Served {
+    let engine = FakeEngine::start().await;
+    let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
+    let bindings: BTreeMap<_, _> = kinds
+        .iter()
+        .map(|(kind, configuration)| {
+            (
+                kind.to_string(),
+                binding(Some(engine.socket.clone()), configuration.clone()),
+            )
+        })
+        .collect();
+    let host = Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &bindings,
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads");
+    let host = Arc::new(host);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("node.sock");
+    let token = token_in(dir.path());
+    let listen = match tcp {
+        Some(address) => Listen {
+            unix: None,
+            tcp: Some(address),
+        },
+        None => Listen {
+            unix: Some(socket.clone()),
+            tcp: None,
+        },
+    };
+    let node = Node::new(host.clone(), token.clone(), max_in_flight);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        node.serve(&listen, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let served = Served {
+        socket,
+        token,
+        host,
+        engine,
+        stop: Some(stop),
+        served,
+        _dir: dir,
+    };
+    let client = served.client_at(&served.endpoint(tcp));
+    for _ in 0..200 {
+        if client.kinds(budget(1_000)).await.is_ok() {
+            return served;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the node did not start serving");
+}
+
+impl Served {
+    fn endpoint(&self, tcp: Option<std::net::SocketAddr>) -> Endpoint {
+        match tcp {
+            Some(address) => Endpoint::Tcp(address),
+            None => Endpoint::Unix(self.socket.clone()),
+        }
+    }
+
+    fn client_at(&self, endpoint: &Endpoint) -> NodeClient {
+        NodeClient::new(endpoint, &self.token).expect("client")
+    }
+
+    fn client(&self) -> NodeClient {
+        self.client_at(&Endpoint::Unix(self.socket.clone()))
+    }
+
+    async fn proxy(&self, kind: &str) -> RemoteProvider {
+        RemoteProvider::connect(self.client(), kind, budget(5_000))
+            .await
+            .expect("proxy")
+    }
+
+    fn local(&self, kind: &str) -> LocalProvider<'_> {
+        LocalProvider::new(&self.host, kind).expect("local kind")
+    }
+
+    /// A raw request, to send what the client never would.
+    async fn raw(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, serde_json::Value) {
+        let http = reqwest::Client::builder()
+            .unix_socket(self.socket.as_path())
+            .build()
+            .expect("raw client");
+        let mut request = http
+            .request(method, format!("http://node{path}"))
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("answered");
+        let status = response.status().as_u16();
+        let body = response.bytes().await.expect("body");
+        (status, serde_json::from_slice(&body).expect("JSON body"))
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let served = (&mut self.served).await.expect("server task");
+        assert!(served.is_ok(), "the server stops cleanly");
+        assert!(
+            !self.socket.exists(),
+            "the socket is removed on the way out"
+        );
+    }
+}
+
+fn budget(ms: u32) -> Budget {
+    Budget::from_millis(ms).expect("budget")
+}
+
+fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "tenant".into(),
+        environment_id: "env".into(),
+        allocation_id: allocation.into(),
+    }
+}
+
+fn bootstrap(allocation: &str) -> Bootstrap {
+    Bootstrap {
+        reference: reference(allocation),
+        session_id: "s".into(),
+        device_id: "d".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "credential".into(),
+        harness: "h".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    }
+}
+
+fn steer(action: &str) -> serde_json::Value {
+    serde_json::json!({ "declaration": "valid", "action": action, "volume": "vol-x" })
+}
+
+fn get_info_body(kind: &str, timeout_ms: u32) -> serde_json::Value {
+    serde_json::json!({
+        "kind": kind,
+        "timeout_ms": timeout_ms,
+        "call": { "get_info": { "tenant_id": "t", "environment_id": "e", "allocation_id": "a" } },
+    })
+}
+
+const GOOD: [(&str, &str); 2] = [
+    (PROTOCOL_HEADER, PROTOCOL_VERSION),
+    ("authorization", "Bearer transport-test-token-0123456789"),
+];
+
+#[tokio::test]
+async fn refused_requests_get_fixed_codes_and_run_nothing() {
+    // get-info inspects a volume through the engine, so anything that ran
+    // would show up in the engine's record.
+    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let post = reqwest::Method::POST;
+    let body = |value: serde_json::Value| serde_json::to_vec(&value).expect("json");
+    let refused = |status: u16, code: &str| (status, serde_json::json!({ "refused": code }));
+
+    let wrong_version = [
+        (PROTOCOL_HEADER, "oac-node/2"),
+        ("authorization", GOOD[1].1),
+    ];
+    let answer = node
+        .raw(
+            post.clone(),
+            "/call",
+            &wrong_version,
+            body(get_info_body("probe", 1000)),
+        )
+        .await;
+    assert_eq!(answer, refused(400, "version_mismatch"));
+    let no_version = [("authorization", GOOD[1].1)];
+    let answer = node
+        .raw(
+            post.clone(),
+            "/call",
+            &no_version,
+            body(get_info_body("probe", 1000)),
+        )
+        .await;
+    assert_eq!(answer, refused(400, "version_mismatch"));
+
+    for token in [
+        "Bearer wrong-token-0123456789abcd",
+        "Bearer ",
+        "transport-test-token-0123456789",
+    ] {
+        let headers = [
+            (PROTOCOL_HEADER, PROTOCOL_VERSION),
+            ("authorization", token),
+        ];
+        let answer = node
+            .raw(
+                post.clone(),
+                "/call",
+                &headers,
+                body(get_info_body("probe", 1000)),
+            )
+            .await;
+        assert_eq!(answer, refused(401, "unauthorized"), "token {token:?}");
+    }
+
+    let oversized = vec![b' '; MAX_REQUEST_BYTES + 1];
+    let answer = node.raw(post.clone(), "/call", &GOOD, oversized).await;
+    assert_eq!(answer, refused(413, "too_large"));
+
+    let mut unknown = get_info_body("probe", 1000);
+    unknown["priority"] = serde_json::json!("high");
+    let duplicate = br#"{"kind":"probe","kind":"probe","timeout_ms":1000,"call":{"get_info":{"tenant_id":"t","environment_id":"e","allocation_id":"a"}}}"#.to_vec();
+    let null = body(
+        serde_json::json!({ "kind": "probe", "timeout_ms": null, "call": get_info_body("probe", 1)["call"] }),
+    );
+    for (what, sent) in [
+        ("unknown field", body(unknown)),
+        ("duplicate field", duplicate),
+        ("null", null),
+        ("budget 0", body(get_info_body("probe", 0))),
+        ("budget 120001", body(get_info_body("probe", 120_001))),
+        ("not JSON", b"get-info please".to_vec()),
+    ] {
+        let answer = node.raw(post.clone(), "/call", &GOOD, sent).await;
+        assert_eq!(answer, refused(400, "invalid"), "{what}");
+    }
+    let answer = node
+        .raw(reqwest::Method::GET, "/call", &GOOD, Vec::new())
+        .await;
+    assert_eq!(answer, refused(404, "no_such_endpoint"));
+
+    assert!(
+        node.engine.recorded().is_empty(),
+        "no refused request reached the engine: {:?}",
+        node.engine.recorded()
+    );
+    // The same request, well-formed, does run.
+    let answer = node
+        .raw(post, "/call", &GOOD, body(get_info_body("probe", 120_000)))
+        .await;
+    assert_eq!(answer.0, 200);
+    assert_eq!(
+        node.engine.recorded().len(),
+        1,
+        "the accepted request ran once"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn an_unsupported_operation_is_refused_by_the_node_before_native_io() {
+    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let outcome = node
+        .client()
+        .call("probe", budget(5_000), Call::Initial(reference("a").into()))
+        .await
+        .expect("answered");
+    let expected = Error::Unsupported(UnsupportedOperation {
+        operation: "initial".into(),
+        reason: "steerable_has_no_checkpoints".into(),
+    });
+    match outcome {
+        Outcome::Error { error, info: None } => assert_eq!(error.to_error(), Some(expected)),
+        other => panic!("expected unsupported, got {other:?}"),
+    }
+    assert!(node.engine.recorded().is_empty(), "zero native requests");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn every_error_code_is_mapped_back_identically() {
+    let codes = [
+        ("invalid", Error::Invalid),
+        ("ownership", Error::Ownership),
+        ("exists", Error::Exists),
+        ("not-found", Error::NotFound),
+        ("compute-unconfirmed", Error::ComputeUnconfirmed),
+        ("command-unconfirmed", Error::CommandUnconfirmed),
+        ("observation-unavailable", Error::ObservationUnavailable),
+        ("runtime-not-running", Error::RuntimeNotRunning),
+    ];
+    let kinds: Vec<(String, serde_json::Value)> = codes
+        .iter()
+        .map(|(code, _)| (format!("e-{code}"), steer(&format!("error-{code}"))))
+        .collect();
+    let borrowed: Vec<(&str, serde_json::Value)> = kinds
+        .iter()
+        .map(|(kind, configuration)| (kind.as_str(), configuration.clone()))
+        .collect();
+    let node = serve(&borrowed, 8).await;
+    let mut seen = Vec::new();
+    for (code, expected) in codes {
+        let kind = format!("e-{code}");
+        let remote = node
+            .proxy(&kind)
+            .await
+            .get_info(reference("a"), budget(5_000))
+            .await;
+        let local = node
+            .local(&kind)
+            .get_info(reference("a"), budget(5_000))
+            .await;
+        assert_eq!(
+            remote,
+            Err(expected.clone()),
+            "{code} through the transport"
+        );
+        assert_eq!(remote, local, "{code}: remote and local agree");
+        seen.push(expected.code());
+    }
+    // The ninth code: the node's own `unsupported`, through the raw client,
+    // and the proxy's, which never reaches the node.
+    let outcome = node
+        .client()
+        .call(
+            "e-invalid",
+            budget(5_000),
+            Call::Observe(wire::Target {
+                reference: reference("a").into(),
+                provider_id: None,
+            }),
+        )
+        .await
+        .expect("answered");
+    let Outcome::Error { error, .. } = outcome else {
+        panic!("observe is declared unsupported")
+    };
+    let unsupported = error.to_error().expect("a fixed code");
+    assert_eq!(
+        unsupported,
+        Error::Unsupported(UnsupportedOperation {
+            operation: "observe".into(),
+            reason: "steerable_has_no_observation".into(),
+        })
+    );
+    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+        reference: reference("a"),
+        provider_id: None,
+    };
+    let remote = node
+        .proxy("e-invalid")
+        .await
+        .observe(target.clone(), budget(5_000))
+        .await;
+    let local = node.local("e-invalid").observe(target, budget(5_000)).await;
+    assert_eq!(remote, Err(unsupported.clone()));
+    assert_eq!(remote, local);
+    seen.push(unsupported.code());
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [
+            "command_unconfirmed",
+            "exists",
+            "invalid",
+            "not_found",
+            "observation_unavailable",
+            "ownership",
+            "runtime_not_running",
+            "unconfirmed",
+            "unsupported"
+        ],
+        "all nine fixed codes"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
+    let actions = [
+        ("failure-settled-absent", true),
+        ("failure-settled-running", true),
+        ("failure-unsettled", false),
+        ("failure-absent-with-id", false),
+    ];
+    let kinds: Vec<(&str, serde_json::Value)> = actions
+        .iter()
+        .map(|(action, _)| (*action, steer(action)))
+        .collect();
+    let node = serve(&kinds, 8).await;
+    for (action, kept) in actions {
+        let local = node
+            .local(action)
+            .create(bootstrap("a"), budget(5_000))
+            .await;
+        let Err(Failure {
+            error: Error::Exists,
+            info: Some(attached),
+        }) = local
+        else {
+            panic!("{action}: the component attaches info: {local:?}")
+        };
+        let remote = node
+            .proxy(action)
+            .await
+            .create(bootstrap("a"), budget(5_000))
+            .await;
+        let expected = Failure {
+            error: Error::Exists,
+            info: kept.then_some(attached),
+        };
+        assert_eq!(remote, Err(expected), "{action}");
+    }
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
+    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let lossy = support::proxy::Proxy::start(node.socket.clone()).await;
+    let client =
+        NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), &node.token).expect("client");
+    let provider = RemoteProvider::connect(client, "probe", budget(5_000))
+        .await
+        .expect("proxy");
+    lossy.lose_response_of("POST", "/call");
+    let created = provider.create(bootstrap("a"), budget(5_000)).await;
+    assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
+    lossy.lose_response_of("POST", "/call");
+    let ran = provider
+        .run_command(
+            reference("a"),
+            Command {
+                args: vec!["true".into()],
+                directory: None,
+                stdin: None,
+            },
+            budget(5_000),
+        )
+        .await;
+    assert_eq!(ran, Err(Error::CommandUnconfirmed));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        lossy.count("POST", "/call"),
+        2,
+        "each call was sent exactly once"
+    );
+    assert_eq!(
+        node.engine.recorded().len(),
+        1,
+        "create ran once on the node (its effect applied, its answer lost)"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn the_budget_counts_from_receipt_and_expiry_proves_nothing() {
+    let node = serve(&[("spin", steer("loop"))], 8).await;
+    let provider = node.proxy("spin").await;
+    let started = Instant::now();
+    let created = provider.create(bootstrap("a"), budget(300)).await;
+    assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the wait ends with the budget"
+    );
+    // The node answers its own expiry as `unconfirmed` when the client
+    // waits a little longer than the budget it sent.
+    let client = node.client();
+    let outcome = client.call("spin", budget(300), Call::GetInfo(reference("a").into()));
+    let outcome = tokio::time::timeout(Duration::from_secs(5), outcome)
+        .await
+        .expect("the node answers");
+    assert!(
+        matches!(
+            outcome,
+            Ok(Outcome::Error { ref error, info: None }) if error.code == "unconfirmed"
+        ) || outcome == Err(TransportError::Expired),
+        "{outcome:?}"
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
+    let node = serve(&[("spin", steer("loop")), ("quick", steer("none"))], 1).await;
+    let client = node.client();
+    let busy_call = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call("spin", budget(1_500), Call::GetInfo(reference("a").into()))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = client
+        .call("quick", budget(1_000), Call::GetInfo(reference("a").into()))
+        .await;
+    assert_eq!(refused, Err(TransportError::Refused("busy")));
+    let spun = busy_call.await.expect("task");
+    // Either side may notice the expiry first; neither is a success.
+    assert!(
+        matches!(spun, Ok(Outcome::Error { ref error, .. }) if error.code == "unconfirmed")
+            || spun == Err(TransportError::Expired),
+        "{spun:?}"
+    );
+    // Once the node has finished the spinning call, its slot is free again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answered = client
+        .call("quick", budget(1_000), Call::GetInfo(reference("a").into()))
+        .await;
+    assert!(matches!(answered, Ok(Outcome::Ok(_))), "{answered:?}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn the_proxy_declares_what_it_forwards_and_exposes_checkpoints_only_when_declared() {
+    let node = serve(
+        &[
+            ("plain", steer("none")),
+            (
+                "checkpointed",
+                serde_json::json!({ "declaration": "checkpoint" }),
+            ),
+        ],
+        8,
+    )
+    .await;
+    let plain = node.proxy("plain").await;
+    assert!(plain.checkpoint().is_none());
+    assert!(node.proxy("checkpointed").await.checkpoint().is_some());
+    let decision = |operation: &str| plain.declaration().decision(operation).cloned();
+    use sandbox_host::declaration::Decision;
+    assert_eq!(
+        decision("observe-batch"),
+        Some(Decision::Unsupported(reasons::BATCH.into()))
+    );
+    assert_eq!(
+        decision("discover-selection"),
+        Some(Decision::Unsupported(reasons::DISCOVERY.into()))
+    );
+    assert_eq!(
+        decision("verify-credential"),
+        Some(Decision::Unsupported(reasons::VERIFICATION.into()))
+    );
+    // Not forwarded: answered by the proxy even when the node is gone.
+    node.stop().await;
+    let batch = plain.observe_batch(Vec::new(), budget(1_000)).await;
+    assert_eq!(
+        batch,
+        Err(Error::Unsupported(UnsupportedOperation {
+            operation: "observe-batch".into(),
+            reason: reasons::BATCH.into(),
+        }))
+    );
+    let verified = plain.verify_credential("c".into(), budget(1_000)).await;
+    assert!(matches!(verified, Err(Error::Unsupported(_))));
+    // A forwarded operation to a node that is gone is unknown, not an error.
+    assert_eq!(
+        plain.kill(reference("a"), budget(1_000)).await,
+        Err(Failure::from(Error::ComputeUnconfirmed))
+    );
+}
+
+#[tokio::test]
+async fn health_and_a_full_walk_over_tcp() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let address = free.local_addr().expect("address");
+    drop(free);
+    let node = serve_on(&[("plain", steer("none"))], 8, Some(address)).await;
+    let client = node.client_at(&Endpoint::Tcp(address));
+    let health = client.health(budget(5_000)).await.expect("health");
+    assert!(health.ready);
+    assert_eq!(health.kinds["plain"], Vec::<wire::Diagnostic>::new());
+    let provider = RemoteProvider::connect(client, "plain", budget(5_000))
+        .await
+        .expect("proxy");
+    let info = provider
+        .create(bootstrap("a"), budget(5_000))
+        .await
+        .expect("created");
+    assert_eq!(info.reference, reference("a"));
+    assert_eq!(info.state, LifecycleState::Pending);
+    let stdin: Vec<u8> = (0..=255).collect();
+    let result = provider
+        .run_command(
+            reference("a"),
+            Command {
+                args: vec!["cat".into()],
+                directory: None,
+                stdin: Some(stdin.clone()),
+            },
+            budget(5_000),
+        )
+        .await
+        .expect("ran");
+    assert_eq!(
+        result.stdout, stdin,
+        "bytes and their order survive the wire"
+    );
+    let killed: Info = provider
+        .kill(reference("a"), budget(5_000))
+        .await
+        .expect("killed");
+    assert_eq!(killed.state, LifecycleState::Absent);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_a_frame_is_unknown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("garbage.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+    let kinds = serde_json::to_string(&wire::Kinds {
+        kinds: BTreeMap::from([(
+            "plain".to_string(),
+            wire::KindDeclaration {
+                operations: [
+                    "create",
+                    "get-info",
+                    "renew",
+                    "kill",
+                    "run-command",
+                    "observe",
+                ]
+                .into_iter()
+                .map(|op| (op.to_string(), wire::Support::Supported))
+                .chain(
+                    sandbox_host::transport::proxy::CHECKPOINT_OPERATIONS
+                        .iter()
+                        .map(|op| (op.to_string(), wire::Support::Unsupported("none".into()))),
+                )
+                .collect(),
+            },
+        )]),
+    })
+    .expect("json");
+    // Answers /kinds properly, then every call with a body that is not an outcome.
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let kinds = kinds.clone();
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 65536];
+                let read = stream.read(&mut buffer).await.unwrap_or(0);
+                let body = if buffer[..read].starts_with(b"GET /kinds") {
+                    kinds
+                } else {
+                    "{\"ok\":{\"sample\":\"not one\"}}".to_string()
+                };
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    let token = token_in(dir.path());
+    let client = NodeClient::new(&Endpoint::Unix(socket), &token).expect("client");
+    let provider = RemoteProvider::connect(client, "plain", budget(5_000))
+        .await
+        .expect("the kinds frame is fine");
+    assert_eq!(
+        provider.get_info(reference("a"), budget(2_000)).await,
+        Err(Error::ComputeUnconfirmed)
+    );
+    let command = Command {
+        args: vec!["true".into()],
+        directory: None,
+        stdin: None,
+    };
+    assert_eq!(
+        provider
+            .run_command(reference("a"), command, budget(2_000))
+            .await,
+        Err(Error::CommandUnconfirmed)
+    );
+}
