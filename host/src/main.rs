@@ -8,7 +8,7 @@ use sandbox_host::bindings::{Bootstrap, Command, NetworkAccess, Reference};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{NodeConfig, Token};
 use sandbox_host::provider::{LocalProvider, SandboxProvider};
-use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, wire};
 use sandbox_host::{Budget, Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -71,7 +71,7 @@ struct OperationArgs {
     budget_ms: u32,
     /// create: JSON file with the rest of the bootstrap: session_id,
     /// device_id, core_url, daemon_credential, harness, network_access
-    /// ("Enabled", "Disabled" or "Restricted") and allowed_domains.
+    /// ("enabled", "disabled" or "restricted") and allowed_domains.
     #[arg(long)]
     bootstrap: Option<PathBuf>,
     /// run-command: file whose bytes become the command's stdin.
@@ -252,7 +252,8 @@ async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<b
     use sandbox_host::bindings::Failure;
     let budget = Budget::from_millis(input.budget_ms)?;
     let allocation = parse_reference(&input.reference)?;
-    let failure = |f: Failure| (f.error.code(), json!(f.info));
+    let failure = |f: Failure| (f.error.code(), json!(f.info.map(wire::Info::from)));
+    let info = wire::Info::from;
     match input.operation.as_str() {
         "create" => {
             let path = input.bootstrap.context("create needs --bootstrap FILE")?;
@@ -260,19 +261,39 @@ async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<b
                 &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
             )
             .context("the bootstrap file is not a JSON object")?;
-            fields.insert("reference".into(), json!(allocation));
-            let request: Bootstrap = serde_json::from_value(Value::Object(fields))
+            fields.insert("reference".into(), json!(wire::Reference::from(allocation)));
+            let request: wire::Bootstrap = serde_json::from_value(Value::Object(fields))
                 .context("the bootstrap file is incomplete or malformed")?;
-            report(provider.create(request, budget).await.map_err(failure))
+            let request = Bootstrap::from(request);
+            report(
+                provider
+                    .create(request, budget)
+                    .await
+                    .map(info)
+                    .map_err(failure),
+            )
         }
         "get-info" => report(
             provider
                 .get_info(allocation, budget)
                 .await
+                .map(info)
                 .map_err(|e| (e.code(), Value::Null)),
         ),
-        "renew" => report(provider.renew(allocation, budget).await.map_err(failure)),
-        "kill" => report(provider.kill(allocation, budget).await.map_err(failure)),
+        "renew" => report(
+            provider
+                .renew(allocation, budget)
+                .await
+                .map(info)
+                .map_err(failure),
+        ),
+        "kill" => report(
+            provider
+                .kill(allocation, budget)
+                .await
+                .map(info)
+                .map_err(failure),
+        ),
         "run-command" => {
             let stdin = input
                 .stdin_file
@@ -303,7 +324,8 @@ fn command_json(result: &sandbox_host::bindings::CommandResult) -> Value {
     })
 }
 
-/// Prints one step of `client walk`; returns whether it succeeded.
+/// Prints one step of `client walk` (values in the protocol's shapes);
+/// returns whether it succeeded.
 fn step<T: serde::Serialize>(name: &str, outcome: Result<T, &'static str>) -> bool {
     match outcome {
         Ok(value) => {
@@ -336,13 +358,17 @@ async fn walk(provider: &impl SandboxProvider, allocation: Reference, budget: Bu
     };
     let created = provider.create(request, budget).await;
     let exists = matches!(&created, Err(f) if f.error.code() == "exists");
-    let mut ok = step("create", created.map_err(|f| f.error.code()));
+    let mut ok = step(
+        "create",
+        created.map(wire::Info::from).map_err(|f| f.error.code()),
+    );
     if ok {
         ok &= step(
             "get-info",
             provider
                 .get_info(allocation.clone(), budget)
                 .await
+                .map(wire::Info::from)
                 .map_err(|e| e.code()),
         );
         let command = Command {
@@ -369,6 +395,7 @@ async fn walk(provider: &impl SandboxProvider, allocation: Reference, budget: Bu
             provider
                 .kill(allocation, budget)
                 .await
+                .map(wire::Info::from)
                 .map_err(|f| f.error.code()),
         );
     }

@@ -138,3 +138,118 @@ async fn bollard_never_logs_request_bodies_whatever_rust_log_asks() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("bollard"), "bollard logged: {stderr}");
 }
+
+/// Writes a node configuration serving the steerable kind against `engine`.
+fn node_files(dir: &std::path::Path, engine: &std::path::Path) -> (String, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let token = dir.join("token");
+    std::fs::write(&token, "cli-test-token-0123456789\n").expect("token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let socket = dir.join("node.sock");
+    let config = dir.join("node.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+token_file = "{token}"
+installation = "inst-cli"
+plugins = "{plugins}"
+[listen]
+unix = "{socket}"
+[kinds.steerable]
+docker_socket = "{engine}"
+[kinds.steerable.configuration]
+action = "none"
+"#,
+            token = token.display(),
+            plugins = plugins(),
+            socket = socket.display(),
+            engine = engine.display(),
+        ),
+    )
+    .expect("config");
+    (
+        config.display().to_string(),
+        socket.display().to_string(),
+        token.display().to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
+    let engine = support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, socket, token) = node_files(dir.path(), &engine.socket);
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(["serve", "--config", &config])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let remote = ["--unix", socket.as_str(), "--token-file", token.as_str()];
+    let client = |args: &[&str]| {
+        let mut all = vec!["client"];
+        all.extend_from_slice(&remote);
+        all.extend_from_slice(args);
+        host(&all)
+    };
+    let mut ready = false;
+    for _ in 0..100 {
+        let health = tokio::task::block_in_place(|| client(&["health"]));
+        if health.status.success() {
+            let body: serde_json::Value = serde_json::from_slice(&health.stdout).expect("JSON");
+            assert_eq!(
+                body,
+                serde_json::json!({"ready": true, "kinds": {"steerable": []}})
+            );
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(ready, "serve became healthy");
+    let walk = tokio::task::block_in_place(|| client(&["walk", "steerable"]));
+    let printed = String::from_utf8_lossy(&walk.stdout);
+    assert!(walk.status.success(), "{printed}");
+    for step in ["create: ok", "get-info: ok", "run-command: ok", "kill: ok"] {
+        assert!(printed.contains(step), "{step} in {printed}");
+    }
+    let called = tokio::task::block_in_place(|| {
+        client(&["call", "steerable", "renew", "--reference", "t/e/a"])
+    });
+    let answer: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    assert_eq!(answer["ok"]["reference"]["allocation_id"], "a");
+
+    let pid = serve.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::task::block_in_place(|| serve.wait()).expect("serve exits");
+    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+    assert!(
+        !std::path::Path::new(&socket).exists(),
+        "the socket is removed"
+    );
+}
+
+#[test]
+fn serve_refuses_a_bad_configuration_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, _, token) = node_files(dir.path(), std::path::Path::new("/nonexistent.sock"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let output = host(&["serve", "--config", &config]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("token_file") && stderr.contains("chmod 600"),
+        "{stderr}"
+    );
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let output = host(&["serve", "--config", &config]);
+    assert_eq!(output.status.code(), Some(2), "no engine on the socket");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("steerable"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
