@@ -475,6 +475,28 @@ async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
 }
 
 #[tokio::test]
+async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
+    let node = serve(&[("huge", steer("huge-id"))], 8).await;
+    let outcome = node
+        .client()
+        .call("huge", budget(10_000), Call::GetInfo(reference("a").into()))
+        .await;
+    let Ok(Outcome::Error { error, info: None }) = outcome else {
+        panic!("expected an error outcome, got {outcome:?}")
+    };
+    assert_eq!(error.code, "unconfirmed");
+    let local = node
+        .local("huge")
+        .get_info(reference("a"), budget(10_000))
+        .await;
+    assert!(
+        local.is_ok(),
+        "in-process the answer is fine; only the frame is too large"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
 async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
     let lossy = support::proxy::Proxy::start(node.socket.clone()).await;

@@ -4,7 +4,7 @@
 //! before any native I/O) within the budget counted from receipt.
 
 use super::wire::{self, Call, Outcome, Refusal, Value};
-use super::{MAX_REQUEST_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use super::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION};
 use crate::bindings::{Error, Failure};
 use crate::budget::Budget;
 use crate::declaration::Decision;
@@ -81,9 +81,14 @@ impl Refused {
 
 /// A JSON answer stamped with the protocol version.
 fn answer(status: StatusCode, body: &impl serde::Serialize) -> Response {
-    let Ok(bytes) = serde_json::to_vec(body) else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
+    match serde_json::to_vec(body) {
+        Ok(bytes) => stamped(status, bytes),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// Serialized JSON, stamped with the protocol version.
+fn stamped(status: StatusCode, bytes: Vec<u8>) -> Response {
     let mut response = (status, bytes).into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -335,6 +340,7 @@ impl Node {
             return refuse(Refused::Invalid);
         };
         let operation = request.call.operation();
+        let unknown = aborted(&request.call);
         let remaining = budget.duration().saturating_sub(received.elapsed());
         let outcome = match u32::try_from(remaining.as_millis())
             .ok()
@@ -352,6 +358,12 @@ impl Node {
                 task.await.unwrap_or_else(|_| error(aborted))
             }
         };
+        // An answer too large for the client to accept would be lost on
+        // the way: it is unknown here already.
+        let (outcome, body) = match serde_json::to_vec(&outcome) {
+            Ok(body) if body.len() <= MAX_RESPONSE_BYTES => (outcome, Some(body)),
+            _ => (error(unknown), None),
+        };
         let code = match &outcome {
             Outcome::Ok(_) => "ok",
             Outcome::Error { error, .. } => error.code.as_str(),
@@ -362,7 +374,10 @@ impl Node {
             elapsed_ms = received.elapsed().as_millis() as u64,
             "call"
         );
-        answer(StatusCode::OK, &outcome)
+        match body {
+            Some(body) => stamped(StatusCode::OK, body),
+            None => answer(StatusCode::OK, &outcome),
+        }
     }
 }
 

@@ -7,7 +7,8 @@
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
 //! code; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
-//! an id), so the node transport's settlement rule can be tested.
+//! an id), so the node transport's settlement rule can be tested; `huge-id`
+//! answers with a 5 MiB provider id, larger than any transport frame.
 
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
@@ -151,6 +152,8 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     match steering.action.as_str() {
         "" | "none" => return Ok(info(allocation, None)),
         code if code.starts_with("error-") => return Err(steered_error(code)),
+        // An answer larger than any transport frame.
+        "huge-id" => return Ok(info(allocation, Some("x".repeat(5 << 20)))),
         "loop" => spin_forever(),
         "allocate" => {
             let mut hoard: Vec<Vec<u8>> = Vec::new();
