@@ -253,3 +253,16 @@ fn serve_refuses_a_bad_configuration_clearly() {
     assert!(stderr.contains("steerable"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_never_replaces_a_file_that_is_not_a_socket() {
+    let engine = support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, socket, _) = node_files(dir.path(), &engine.socket);
+    std::fs::write(&socket, "precious").expect("file");
+    let output = tokio::task::block_in_place(|| host(&["serve", "--config", &config]));
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a socket"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&socket).expect("kept"), "precious");
+}

@@ -30,6 +30,9 @@ pub enum ServeError {
     /// The listen address is taken or cannot be bound.
     #[error("cannot listen on {0}: {1}")]
     Bind(String, std::io::Error),
+    /// The Unix socket path holds something else; it is left alone.
+    #[error("{0} exists and is not a socket")]
+    NotASocket(String),
     /// Another process is serving on this Unix socket.
     #[error("{0} is in use by a running server")]
     InUse(String),
@@ -234,7 +237,8 @@ impl Node {
 
     /// Serves until `shutdown` completes, then finishes the requests in
     /// flight. A Unix socket left by a dead server is replaced; one a live
-    /// server answers on is refused; the socket is removed on the way out.
+    /// server answers on, or a path that is not a socket, is refused; the
+    /// socket is removed on the way out.
     pub async fn serve(
         self,
         listen: &Listen,
@@ -244,7 +248,11 @@ impl Node {
         match (&listen.unix, &listen.tcp) {
             (Some(path), _) => {
                 let shown = path.display().to_string();
-                if path.exists() {
+                if let Ok(existing) = std::fs::symlink_metadata(path) {
+                    use std::os::unix::fs::FileTypeExt;
+                    if !existing.file_type().is_socket() {
+                        return Err(ServeError::NotASocket(shown));
+                    }
                     if tokio::net::UnixStream::connect(path).await.is_ok() {
                         return Err(ServeError::InUse(shown));
                     }
