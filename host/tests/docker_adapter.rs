@@ -16,7 +16,7 @@ use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::json;
 use sha2::Digest;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use support::*;
 use tokio::sync::OnceCell;
 
@@ -45,7 +45,7 @@ async fn image(engine: &Docker) -> String {
         .clone()
 }
 
-fn direct(socket: &PathBuf) -> Docker {
+fn direct(socket: &Path) -> Docker {
     Docker::connect_with_unix(
         socket.to_str().expect("path"),
         60,
@@ -54,11 +54,11 @@ fn direct(socket: &PathBuf) -> Docker {
     .expect("engine")
 }
 
-async fn adapter(socket: &PathBuf, installation: &str) -> Host {
+async fn adapter(socket: &Path, installation: &str) -> Host {
     adapter_with(socket, installation, false).await
 }
 
-async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool) -> Host {
+async fn adapter_with(socket: &Path, installation: &str, nested_sandbox: bool) -> Host {
     let engine = direct(socket);
     let configuration = json!({
         "image": image(&engine).await,
@@ -78,7 +78,7 @@ async fn adapter_with(socket: &PathBuf, installation: &str, nested_sandbox: bool
     };
     let binding = NodeBinding {
         installation_id: installation.into(),
-        docker_socket: Some(socket.clone()),
+        docker_socket: Some(socket.to_path_buf()),
         configuration,
         credential: None,
         hook: None,
@@ -561,7 +561,7 @@ async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
 
 /// The home volume and container names the adapter derives for `reference`
 /// under this installation, learned by creating and killing once.
-async fn sandbox_names(socket: &PathBuf, reference: &Reference) -> (String, String) {
+async fn sandbox_names(socket: &Path, reference: &Reference) -> (String, String) {
     let host = adapter(socket, INSTALLATION).await;
     let engine = direct(socket);
     host.create("docker", bootstrap(reference), budget())

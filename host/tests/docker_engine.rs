@@ -11,7 +11,7 @@ use sandbox_host::bindings::{Error, Reference};
 use sandbox_host::host::Connect;
 use sandbox_host::{Budget, Host};
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::Path;
 use support::*;
 
 fn unique(prefix: &str) -> String {
@@ -30,29 +30,11 @@ fn reference(allocation: &str) -> Reference {
     }
 }
 
-async fn host(socket: &PathBuf, kinds: &[(&str, serde_json::Value)]) -> Host {
-    let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
-    let bindings = kinds
-        .iter()
-        .map(|(kind, configuration)| {
-            (
-                kind.to_string(),
-                binding(Some(socket.clone()), configuration.clone()),
-            )
-        })
-        .collect();
-    Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host connects to the engine")
+async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
+    support::load_steered(socket, kinds).await
 }
 
-fn direct(socket: &PathBuf) -> Docker {
+fn direct(socket: &Path) -> Docker {
     Docker::connect_with_unix(
         socket.to_str().expect("utf-8 socket path"),
         30,
@@ -250,7 +232,7 @@ impl sandbox_host::capability::faults::NativeHook for Faulty {
 }
 
 async fn faulted(
-    socket: &PathBuf,
+    socket: &Path,
     volume: &str,
     fault: sandbox_host::capability::faults::Fault,
 ) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
@@ -259,7 +241,7 @@ async fn faulted(
         ..Default::default()
     });
     let mut binding = binding(
-        Some(socket.clone()),
+        Some(socket.to_path_buf()),
         json!({ "action": "volume-create", "volume": volume }),
     );
     binding.hook = Some(hook.clone());

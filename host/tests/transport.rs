@@ -16,13 +16,13 @@ use sandbox_host::transport::{
     Endpoint, MAX_REQUEST_BYTES, Node, NodeClient, PROTOCOL_HEADER, PROTOCOL_VERSION,
     RemoteProvider, TransportError, reasons,
 };
-use sandbox_host::{Budget, Host, host::Connect};
+use sandbox_host::{Budget, Host};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{FakeEngine, binding, plugin_dir, runtime, steerable};
+use support::FakeEngine;
 
 const TOKEN: &str = "transport-test-token-0123456789";
 
@@ -55,26 +55,7 @@ async fn serve_on(
     tcp: Option<std::net::SocketAddr>,
 ) -> Served {
     let engine = FakeEngine::start().await;
-    let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
-    let bindings: BTreeMap<_, _> = kinds
-        .iter()
-        .map(|(kind, configuration)| {
-            (
-                kind.to_string(),
-                binding(Some(engine.socket.clone()), configuration.clone()),
-            )
-        })
-        .collect();
-    let host = Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads");
-    let host = Arc::new(host);
+    let host = Arc::new(support::load_steered(&engine.socket, kinds).await);
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("node.sock");
     let token = token_in(dir.path());

@@ -86,6 +86,30 @@ pub async fn load_one(
     .await
 }
 
+/// Loads steerable kinds, each steered by its configuration, all granted
+/// the Docker Engine at `socket`.
+pub async fn load_steered(socket: &std::path::Path, kinds: &[(&str, serde_json::Value)]) -> Host {
+    let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
+    let bindings = kinds
+        .iter()
+        .map(|(kind, configuration)| {
+            (
+                kind.to_string(),
+                binding(Some(socket.to_path_buf()), configuration.clone()),
+            )
+        })
+        .collect();
+    Host::load(
+        runtime(),
+        &table,
+        &plugin_dir(),
+        &bindings,
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads and connects to the engine (run `cargo xtask build-plugins` first)")
+}
+
 /// A fake Docker Engine on a Unix socket that answers `/version`, serves
 /// volumes labelled for a foreign installation, refuses the rest, and
 /// records every request except `/version`.
