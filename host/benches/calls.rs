@@ -9,10 +9,8 @@ mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sandbox_host::bindings::Reference;
-use sandbox_host::host::Connect;
-use sandbox_host::{Budget, Host};
+use sandbox_host::Budget;
 use serde_json::json;
-use std::collections::BTreeMap;
 use support::*;
 
 fn reference() -> Reference {
@@ -27,26 +25,11 @@ fn calls(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let (engine, host) = rt.block_on(async {
         let engine = FakeEngine::start().await;
-        let kinds = [("trivial", "none"), ("capability", "version")];
-        let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
-        let bindings: BTreeMap<_, _> = kinds
-            .iter()
-            .map(|(kind, action)| {
-                (
-                    kind.to_string(),
-                    binding(Some(engine.socket.clone()), json!({ "action": action })),
-                )
-            })
-            .collect();
-        let host = Host::load(
-            runtime(),
-            &table,
-            &plugin_dir(),
-            &bindings,
-            Connect::Capabilities,
-        )
-        .await
-        .expect("host loads (run `cargo xtask build-plugins` first)");
+        let kinds = [
+            ("trivial", json!({ "action": "none" })),
+            ("capability", json!({ "action": "version" })),
+        ];
+        let host = load_steered(&engine.socket, &kinds).await;
         (engine, host)
     });
     let direct = bollard::Docker::connect_with_unix(
