@@ -1,0 +1,350 @@
+//! Sustained `get-info` on the real `docker` component through the node
+//! transport, next to the same call made in process, both measured in the
+//! same run against the contract suite's fake Docker Engine.
+//!
+//! One tokio multi-thread runtime carries everything: the fake engine, the
+//! node serving the host over a Unix socket, and the callers. One host
+//! (`Arc<Host>`) answers both paths:
+//!
+//! - `in_process`: `LocalProvider::get_info` on the host;
+//! - `transport`: `RemoteProvider::get_info`, i.e. a JSON request over the
+//!   Unix socket to a `Node` serving that same host.
+//!
+//! The allocation is created once first, so every `get-info` inspects an
+//! existing container in the fake engine and answers `running`.
+//!
+//! Two measurements: criterion's per-call time (group `get_info`), and,
+//! before it, a plain sustained run per path with 1 and 8 concurrent callers
+//! that prints operations per second, p50 and p99 latency, and the ratios
+//! transport / in-process. Without `--bench` (a `cargo test` smoke run) the
+//! sustained run is cut down to a few calls.
+
+use contract_suite::fixtures::Engine;
+use criterion::Criterion;
+use sandbox_host::bindings::{Bootstrap, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::host::Connect;
+use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::provider::{LocalProvider, SandboxProvider};
+use sandbox_host::registry::{self, Mode};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
+use sandbox_host::{Budget, Host, NodeBinding, Runtime};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const KIND: &str = "docker";
+const TOKEN: &str = "transport-bench-token-0123456789";
+/// Concurrent callers of the sustained run.
+const CALLERS: [usize; 2] = [1, 8];
+/// Calls per path, per caller count and round, in a real run.
+const CALLS: usize = 2_000;
+/// Rounds per caller count; the two paths alternate within each round.
+const ROUNDS: usize = 3;
+
+fn budget() -> Budget {
+    Budget::from_millis(10_000).expect("budget")
+}
+
+fn reference() -> Reference {
+    Reference {
+        tenant_id: "bench-tenant".into(),
+        environment_id: "bench-env".into(),
+        allocation_id: "bench-alloc".into(),
+    }
+}
+
+fn bootstrap() -> Bootstrap {
+    Bootstrap {
+        reference: reference(),
+        session_id: "bench-session".into(),
+        device_id: "bench-device".into(),
+        core_url: "https://core.invalid".into(),
+        daemon_credential: "bench-daemon-credential".into(),
+        harness: "bench-harness".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: Vec::new(),
+    }
+}
+
+fn plugin_dir() -> PathBuf {
+    std::env::var_os("OAC_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
+}
+
+/// The host with the `docker` kind, the node serving it, and the proxy.
+struct Fixture {
+    host: Arc<Host>,
+    remote: Arc<RemoteProvider>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), ServeError>>,
+    _engine: Engine,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    /// Loads the builtin `docker` row against the fake engine, serves the
+    /// host on a Unix socket, connects the proxy, and creates the allocation.
+    async fn start() -> Self {
+        let (engine, image) = Engine::fake().await.expect("fake engine");
+        let table: Vec<_> = registry::builtin()
+            .into_iter()
+            .filter(|row| row.kind == KIND)
+            .collect();
+        assert_eq!(table.len(), 1, "the registry has a docker row");
+        assert_eq!(table[0].mode, Mode::Nodes);
+        let configuration = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
+        )
+        .expect("docker profile")
+        .replace("${FIXTURE_IMAGE}", &image);
+        let binding = NodeBinding {
+            installation_id: "oac-transport-bench".into(),
+            docker_socket: Some(engine.socket().to_path_buf()),
+            configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
+            credential: None,
+            hook: None,
+        };
+        let host = Host::load(
+            Runtime::new().expect("wasmtime engine"),
+            &table,
+            &plugin_dir(),
+            &BTreeMap::from([(KIND.to_string(), binding)]),
+            Connect::Capabilities,
+        )
+        .await
+        .expect("host loads (run `cargo xtask build-plugins` first)");
+        let host = Arc::new(host);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("node.sock");
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, TOKEN).expect("token");
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let token = Token::read(&token_file).expect("token");
+        let node = Node::new(host.clone(), token.clone(), 64);
+        let listen = Listen {
+            unix: Some(socket.clone()),
+            tcp: None,
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(async move {
+            node.serve(&listen, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let client = NodeClient::new(&Endpoint::Unix(socket), &token).expect("client");
+        let mut remote = None;
+        for _ in 0..200 {
+            if let Ok(proxy) = RemoteProvider::connect(client.clone(), KIND, budget()).await {
+                remote = Some(proxy);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let remote = Arc::new(remote.expect("the node serves"));
+
+        let local = LocalProvider::new(&host, KIND).expect("docker kind");
+        let created = local.create(bootstrap(), budget()).await.expect("created");
+        assert_eq!(created.state, LifecycleState::Running);
+        for info in [
+            local.get_info(reference(), budget()).await,
+            remote.get_info(reference(), budget()).await,
+        ] {
+            let info = info.expect("get-info answers");
+            assert_eq!(info.state, LifecycleState::Running, "{info:?}");
+        }
+        Self {
+            host,
+            remote,
+            stop: Some(stop),
+            served,
+            _engine: engine,
+            _dir: dir,
+        }
+    }
+
+    async fn stop(mut self) {
+        let local = LocalProvider::new(&self.host, KIND).expect("docker kind");
+        local.kill(reference(), budget()).await.expect("killed");
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.served)
+            .await
+            .expect("server task")
+            .expect("served");
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    InProcess,
+    Transport,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::InProcess => "in_process",
+            Route::Transport => "transport",
+        }
+    }
+}
+
+/// Latencies of every call and the wall time of a sustained run.
+#[derive(Default)]
+struct Run {
+    latencies: Vec<Duration>,
+    wall: Duration,
+}
+
+impl Run {
+    fn absorb(&mut self, other: Run) {
+        self.latencies.extend(other.latencies);
+        self.wall += other.wall;
+    }
+
+    fn ops_per_second(&self) -> f64 {
+        self.latencies.len() as f64 / self.wall.as_secs_f64()
+    }
+
+    /// Nearest-rank percentile; the latencies must be sorted.
+    fn percentile(&self, q: f64) -> Duration {
+        let rank = (q * self.latencies.len() as f64).ceil() as usize;
+        self.latencies[rank.clamp(1, self.latencies.len()) - 1]
+    }
+}
+
+/// `callers` tasks take calls from one counter until `calls` have started.
+async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize) -> Run {
+    let next = Arc::new(AtomicUsize::new(0));
+    let began = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let host = fixture.host.clone();
+            let remote = fixture.remote.clone();
+            let next = next.clone();
+            tokio::spawn(async move {
+                let local = LocalProvider::new(&host, KIND).expect("docker kind");
+                let mut latencies = Vec::with_capacity(calls / callers + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    let start = Instant::now();
+                    let info = match path {
+                        Route::InProcess => local.get_info(reference(), budget()).await,
+                        Route::Transport => remote.get_info(reference(), budget()).await,
+                    };
+                    latencies.push(start.elapsed());
+                    info.expect("get-info answers");
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut run = Run::default();
+    for task in tasks {
+        run.latencies.extend(task.await.expect("caller"));
+    }
+    run.wall = began.elapsed();
+    run
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.1} µs", duration.as_secs_f64() * 1e6)
+}
+
+fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds: usize) {
+    println!(
+        "sustained get-info, kind docker, fake Docker Engine: {calls} calls per path per round, \
+         {rounds} round(s), paths alternating"
+    );
+    println!(
+        "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}",
+        "callers", "path", "ops/s", "p50", "p99"
+    );
+    for callers in CALLERS {
+        // Warm up both paths (pool slots, connections) before measuring.
+        for path in [Route::InProcess, Route::Transport] {
+            rt.block_on(sustained(fixture, path, callers, (calls / 10).max(callers)));
+        }
+        let mut runs = [Run::default(), Run::default()];
+        for round in 0..rounds {
+            // Alternate which path goes first, so neither always follows the other.
+            let order = if round % 2 == 0 {
+                [Route::InProcess, Route::Transport]
+            } else {
+                [Route::Transport, Route::InProcess]
+            };
+            for path in order {
+                let run = rt.block_on(sustained(fixture, path, callers, calls));
+                runs[path as usize].absorb(run);
+            }
+        }
+        for (path, run) in [Route::InProcess, Route::Transport].iter().zip(&mut runs) {
+            run.latencies.sort_unstable();
+            println!(
+                "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}",
+                path.name(),
+                run.ops_per_second(),
+                micros(run.percentile(0.50)),
+                micros(run.percentile(0.99)),
+            );
+        }
+        let [local, remote] = &runs;
+        let ratio = |q| remote.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
+        println!(
+            "{callers:>7}  transport/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
+            remote.ops_per_second() / local.ops_per_second(),
+            ratio(0.50),
+            ratio(0.99),
+        );
+    }
+    println!();
+}
+
+fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) {
+    let local = LocalProvider::new(&fixture.host, KIND).expect("docker kind");
+    let remote = &fixture.remote;
+    let mut group = c.benchmark_group("get_info");
+    group.bench_function("in_process", |b| {
+        b.to_async(rt).iter(|| async {
+            local
+                .get_info(reference(), budget())
+                .await
+                .expect("get-info answers")
+        })
+    });
+    group.bench_function("transport", |b| {
+        b.to_async(rt).iter(|| async {
+            remote
+                .get_info(reference(), budget())
+                .await
+                .expect("get-info answers")
+        })
+    });
+    group.finish();
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
+    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let fixture = rt.block_on(Fixture::start());
+    if measuring {
+        report(&rt, &fixture, CALLS, ROUNDS);
+    } else {
+        report(&rt, &fixture, 16, 1);
+    }
+    let mut criterion = Criterion::default().configure_from_args();
+    per_call(&mut criterion, &rt, &fixture);
+    criterion.final_summary();
+    rt.block_on(fixture.stop());
+}
