@@ -671,6 +671,34 @@ async fn health_and_a_full_walk_over_tcp() {
 }
 
 #[tokio::test]
+async fn health_reports_each_kinds_probe_diagnostics() {
+    let node = serve(
+        &[("plain", steer("none")), ("unready", steer("unready"))],
+        8,
+    )
+    .await;
+    let health = node.client().health(budget(5_000)).await.expect("health");
+    assert!(!health.ready);
+    assert_eq!(health.kinds["plain"], vec![]);
+    assert_eq!(
+        health.kinds["unready"],
+        vec![
+            wire::Diagnostic::ProviderUnavailable,
+            wire::Diagnostic::ImageUnavailable
+        ]
+    );
+    let (status, body) = node
+        .raw(reqwest::Method::GET, "/health", &GOOD, Vec::new())
+        .await;
+    assert_eq!(status, 503, "not ready is 503 for orchestrators");
+    assert_eq!(
+        body["kinds"]["unready"],
+        serde_json::json!(["provider_unavailable", "image_unavailable"])
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
 async fn an_answer_that_is_not_a_frame_is_unknown() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("garbage.sock");

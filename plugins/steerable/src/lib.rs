@@ -8,7 +8,8 @@
 //! code; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
 //! an id), so the node transport's settlement rule can be tested; `huge-id`
-//! answers with a 5 MiB provider id, larger than any transport frame.
+//! answers with a 5 MiB provider id, larger than any transport frame;
+//! `unready` makes the readiness probe report two diagnostics.
 
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
@@ -67,7 +68,13 @@ fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
 
 impl Readiness for Steerable {
     fn probe() -> Vec<Diagnostic> {
-        Vec::new()
+        match steering().action.as_str() {
+            "unready" => vec![
+                Diagnostic::ProviderUnavailable,
+                Diagnostic::ImageUnavailable,
+            ],
+            _ => Vec::new(),
+        }
     }
 }
 
