@@ -577,6 +577,27 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
     node.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_whose_caller_left_keeps_its_slot_until_it_ends() {
+    let node = serve(&[("spin", steer("loop")), ("quick", steer("none"))], 1).await;
+    let client = node.client();
+    let call = client.call("spin", budget(1_500), Call::GetInfo(reference("a").into()));
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(gave_up.is_err(), "the caller leaves before the answer");
+    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a").into()));
+    assert_eq!(
+        quick().await,
+        Err(TransportError::Refused("busy")),
+        "the abandoned operation still runs and holds its slot"
+    );
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert!(
+        matches!(quick().await, Ok(Outcome::Ok(_))),
+        "the slot is free once it ended"
+    );
+    node.stop().await;
+}
+
 #[tokio::test]
 async fn the_proxy_declares_what_it_forwards_and_exposes_checkpoints_only_when_declared() {
     let node = serve(

@@ -19,7 +19,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::task::TaskTracker;
 
 /// How long a probe may take when `/health` asks.
 const HEALTH_BUDGET_MS: u32 = 10_000;
@@ -46,6 +47,7 @@ pub struct Node {
     host: Arc<Host>,
     token: Token,
     in_flight: Arc<Semaphore>,
+    operations: TaskTracker,
 }
 
 /// Why a request is turned away before anything runs.
@@ -224,6 +226,7 @@ impl Node {
             host,
             token,
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
+            operations: TaskTracker::new(),
         }
     }
 
@@ -236,7 +239,7 @@ impl Node {
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in
-    /// flight. A Unix socket left by a dead server is replaced; one a live
+    /// flight and the operations whose callers have left. A Unix socket left by a dead server is replaced; one a live
     /// server answers on, or a path that is not a socket, is refused; the
     /// socket is removed on the way out.
     pub async fn serve(
@@ -244,7 +247,20 @@ impl Node {
         listen: &Listen,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
+        let operations = self.operations.clone();
         let router = self.router();
+        let served = Self::listen_and_serve(router, listen, shutdown).await;
+        // Operations whose caller left still run to their end.
+        operations.close();
+        operations.wait().await;
+        served
+    }
+
+    async fn listen_and_serve(
+        router: axum::Router,
+        listen: &Listen,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
         match (&listen.unix, &listen.tcp) {
             (Some(path), _) => {
                 let shown = path.display().to_string();
@@ -333,7 +349,9 @@ impl Node {
         answer(status, &wire::Health { ready, kinds })
     }
 
-    async fn call(&self, body: Body, received: Instant) -> Response {
+    /// `permit` is this request's in-flight slot; it goes with the
+    /// operation, which keeps it until it ends even if the caller leaves.
+    async fn call(&self, body: Body, received: Instant, permit: OwnedSemaphorePermit) -> Response {
         let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
@@ -361,8 +379,10 @@ impl Node {
                 let kind = request.kind;
                 // The operation runs to its own end even if the caller
                 // goes away: a half-cancelled mutation helps nobody.
-                let task =
-                    tokio::spawn(async move { execute(&host, &kind, request.call, budget).await });
+                let task = self.operations.spawn(async move {
+                    let _permit = permit;
+                    execute(&host, &kind, request.call, budget).await
+                });
                 task.await.unwrap_or_else(|_| error(aborted))
             }
         };
@@ -417,11 +437,11 @@ async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
     if declared_length.is_some_and(|length| length > MAX_REQUEST_BYTES) {
         return refuse(Refused::TooLarge);
     }
-    let Ok(_permit) = node.in_flight.clone().try_acquire_owned() else {
+    let Ok(permit) = node.in_flight.clone().try_acquire_owned() else {
         return refuse(Refused::Busy);
     };
     match route.1 {
-        "/call" => node.call(body, received).await,
+        "/call" => node.call(body, received, permit).await,
         "/kinds" => answer(StatusCode::OK, &node.kinds()),
         _ => node.health().await,
     }
