@@ -586,8 +586,10 @@ fn init_logging(level: Option<&str>, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| level.unwrap_or("warn").into())
         .add_directive(BOLLARD_CEILING.parse().expect("a valid directive"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     // A second initialisation (none happens today) would only be ignored.
     let _ = if json {
