@@ -239,9 +239,10 @@ impl Node {
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in
-    /// flight and the operations whose callers have left. A Unix socket left by a dead server is replaced; one a live
-    /// server answers on, or a path that is not a socket, is refused; the
-    /// socket is removed on the way out.
+    /// flight and the operations whose callers have left. A Unix socket
+    /// left by a dead server is replaced; one a live server answers on, or a
+    /// path that is not a socket, is refused; the socket is removed on the
+    /// way out.
     pub async fn serve(
         self,
         listen: &Listen,
@@ -372,9 +373,8 @@ impl Node {
             .ok()
             .and_then(|ms| Budget::from_millis(ms).ok())
         {
-            None => error(aborted(&request.call)),
+            None => error(unknown.clone()),
             Some(budget) => {
-                let aborted = aborted(&request.call);
                 let host = self.host.clone();
                 let kind = request.kind;
                 // The operation runs to its own end even if the caller
@@ -383,7 +383,7 @@ impl Node {
                     let _permit = permit;
                     execute(&host, &kind, request.call, budget).await
                 });
-                task.await.unwrap_or_else(|_| error(aborted))
+                task.await.unwrap_or_else(|_| error(unknown.clone()))
             }
         };
         // An answer too large for the client to accept would be lost on
