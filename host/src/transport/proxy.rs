@@ -93,6 +93,68 @@ pub fn is_settlement_evidence(info: &Info, allocation: &Reference) -> bool {
     bound && consistent
 }
 
+/// An operation a node never forwards, with the reason the proxy gives.
+type NotForwarded = (&'static str, &'static str);
+const BATCH: NotForwarded = ("observe-batch", reasons::BATCH);
+const DISCOVERY: NotForwarded = ("discover-selection", reasons::DISCOVERY);
+const VERIFICATION: NotForwarded = ("verify-credential", reasons::VERIFICATION);
+const NOT_FORWARDED: [NotForwarded; 3] = [BATCH, DISCOVERY, VERIFICATION];
+
+/// The proxy's declaration of `kind` from the node's: the forwarded
+/// operations as the node declares them (required five supported,
+/// checkpoint all or nothing, reasons well-formed), and the operations a
+/// node never forwards as unsupported.
+fn proxy_declaration(
+    kind: &str,
+    served: &wire::KindDeclaration,
+) -> Result<Declaration, ProxyError> {
+    let broken = |why| ProxyError::Declaration {
+        kind: kind.to_string(),
+        why,
+    };
+    let mut decisions = BTreeMap::new();
+    for operation in REQUIRED
+        .iter()
+        .chain(&["observe"])
+        .chain(&CHECKPOINT_OPERATIONS)
+    {
+        let decision = match served.operations.get(*operation) {
+            Some(wire::Support::Supported) => Decision::Supported,
+            Some(wire::Support::Unsupported(reason)) if declaration::is_valid_reason(reason) => {
+                Decision::Unsupported(reason.clone())
+            }
+            Some(wire::Support::Unsupported(_)) => return Err(broken("malformed reason")),
+            None => return Err(broken("an operation is not declared")),
+        };
+        decisions.insert(operation.to_string(), decision);
+    }
+    if REQUIRED
+        .iter()
+        .any(|operation| decisions[*operation] != Decision::Supported)
+    {
+        return Err(broken("a required operation is unsupported"));
+    }
+    let supported = CHECKPOINT_OPERATIONS
+        .iter()
+        .filter(|operation| decisions[**operation] == Decision::Supported)
+        .count();
+    if supported != 0 && supported != CHECKPOINT_OPERATIONS.len() {
+        return Err(broken("checkpoint operations are partly supported"));
+    }
+    for (operation, reason) in NOT_FORWARDED {
+        decisions.insert(operation.into(), Decision::Unsupported(reason.into()));
+    }
+    Ok(Declaration(decisions))
+}
+
+/// The answer to an operation a node never forwards.
+fn not_forwarded((operation, reason): NotForwarded) -> Error {
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.to_string(),
+        reason: reason.to_string(),
+    })
+}
+
 /// The value the operation expects, or `unknown` for anything else.
 fn expect<T>(
     answer: Answer,
@@ -167,52 +229,10 @@ impl RemoteProvider {
             .kinds
             .get(kind)
             .ok_or_else(|| ProxyError::UnknownKind(kind.to_string()))?;
-        let broken = |why| ProxyError::Declaration {
-            kind: kind.to_string(),
-            why,
-        };
-        let mut decisions = BTreeMap::new();
-        for operation in REQUIRED
-            .iter()
-            .chain(&["observe"])
-            .chain(&CHECKPOINT_OPERATIONS)
-        {
-            let decision = match served.operations.get(*operation) {
-                Some(wire::Support::Supported) => Decision::Supported,
-                Some(wire::Support::Unsupported(reason))
-                    if declaration::is_valid_reason(reason) =>
-                {
-                    Decision::Unsupported(reason.clone())
-                }
-                Some(wire::Support::Unsupported(_)) => return Err(broken("malformed reason")),
-                None => return Err(broken("an operation is not declared")),
-            };
-            decisions.insert(operation.to_string(), decision);
-        }
-        if REQUIRED
-            .iter()
-            .any(|operation| decisions[*operation] != Decision::Supported)
-        {
-            return Err(broken("a required operation is unsupported"));
-        }
-        let checkpoint: Vec<bool> = CHECKPOINT_OPERATIONS
-            .iter()
-            .map(|operation| decisions[*operation] == Decision::Supported)
-            .collect();
-        if checkpoint.iter().any(|s| *s) && !checkpoint.iter().all(|s| *s) {
-            return Err(broken("checkpoint operations are partly supported"));
-        }
-        for (operation, reason) in [
-            ("observe-batch", reasons::BATCH),
-            ("discover-selection", reasons::DISCOVERY),
-            ("verify-credential", reasons::VERIFICATION),
-        ] {
-            decisions.insert(operation.into(), Decision::Unsupported(reason.into()));
-        }
         Ok(Self {
             client,
             kind: kind.to_string(),
-            declaration: Declaration(decisions),
+            declaration: proxy_declaration(kind, served)?,
         })
     }
 
@@ -329,18 +349,15 @@ impl SandboxProvider for RemoteProvider {
         _targets: Vec<Target>,
         _budget: Budget,
     ) -> Result<Vec<Result<Sample, Error>>, Error> {
-        self.check("observe-batch")?;
-        Err(Error::Invalid)
+        Err(not_forwarded(BATCH))
     }
 
     async fn discover_selection(&self, _budget: Budget) -> Result<Vec<SelectionOption>, Error> {
-        self.check("discover-selection")?;
-        Err(Error::Invalid)
+        Err(not_forwarded(DISCOVERY))
     }
 
     async fn verify_credential(&self, _credential: String, _budget: Budget) -> Result<(), Error> {
-        self.check("verify-credential")?;
-        Err(Error::Invalid)
+        Err(not_forwarded(VERIFICATION))
     }
 }
 
@@ -491,6 +508,68 @@ mod tests {
             bootstrap_complete: false,
             create_settled: settled,
         }
+    }
+
+    fn served(decide: impl Fn(&str) -> wire::Support) -> wire::KindDeclaration {
+        let operations = REQUIRED
+            .iter()
+            .chain(&["observe"])
+            .chain(&CHECKPOINT_OPERATIONS)
+            .map(|operation| (operation.to_string(), decide(operation)))
+            .collect();
+        wire::KindDeclaration { operations }
+    }
+
+    #[test]
+    fn the_nodes_declaration_must_follow_the_contract() {
+        let none = || wire::Support::Unsupported("none".into());
+        let plain = served(|op| {
+            if CHECKPOINT_OPERATIONS.contains(&op) {
+                none()
+            } else {
+                wire::Support::Supported
+            }
+        });
+        let declared = proxy_declaration("k", &plain).expect("valid");
+        for (operation, reason) in NOT_FORWARDED {
+            assert_eq!(
+                declared.decision(operation),
+                Some(&Decision::Unsupported(reason.into()))
+            );
+        }
+        assert!(proxy_declaration("k", &served(|_| wire::Support::Supported)).is_ok());
+        let refused = |declaration: wire::KindDeclaration| {
+            proxy_declaration("k", &declaration)
+                .expect_err("refused")
+                .to_string()
+        };
+        let required_off = served(|op| {
+            if op == "kill" {
+                none()
+            } else {
+                wire::Support::Supported
+            }
+        });
+        assert!(refused(required_off).contains("required"));
+        let partial = served(|op| {
+            if op == "suspend" {
+                none()
+            } else {
+                wire::Support::Supported
+            }
+        });
+        assert!(refused(partial).contains("partly"));
+        let bad_reason = served(|op| {
+            if op == "observe" {
+                wire::Support::Unsupported("Not Valid".into())
+            } else {
+                wire::Support::Supported
+            }
+        });
+        assert!(refused(bad_reason).contains("malformed reason"));
+        let mut missing = plain.clone();
+        missing.operations.remove("renew");
+        assert!(refused(missing).contains("not declared"));
     }
 
     #[test]
