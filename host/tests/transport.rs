@@ -719,6 +719,33 @@ async fn health_reports_each_kinds_probe_diagnostics() {
     node.stop().await;
 }
 
+/// One HTTP request as text: its head, then as much body as it announces.
+async fn read_request(stream: &mut tokio::net::UnixStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&seen).to_string();
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text[..head_end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if seen.len() >= head_end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).to_string(),
+            Ok(read) => seen.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_answer_that_is_not_a_frame_is_unknown() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -748,24 +775,58 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         )]),
     })
     .expect("json");
-    // Answers /kinds properly, then every call with a body that is not an outcome.
+    // Answers /kinds properly; each operation gets one kind of bad answer,
+    // except observe, the control, which gets a good one.
+    let info = r#"{"reference":{"tenant_id":"tenant","environment_id":"env","allocation_id":"a"},"state":"running","provider_id":"p","bootstrap_complete":true,"create_settled":true}"#;
+    let answers: Vec<(&str, bool, String)> = vec![
+        // (operation key, stamped with the version, body)
+        ("\"get_info\"", false, format!(r#"{{"ok":{{"info":{info}}}}}"#)),
+        ("\"run_command\"", true, r#"{"ok":{"sample":"not one"}}"#.into()),
+        (
+            "\"renew\"",
+            true,
+            r#"{"error":{"code":"unsupported","operation":"renew","reason":"x"}}"#.into(),
+        ),
+        ("\"kill\"", true, r#"{"error":{"code":"teapot"}}"#.into()),
+        (
+            "\"create\"",
+            true,
+            format!(r#"{{"ok":{{"info":{}}}}}"#, info.replace("\"p\"", &format!("\"{}\"", "p".repeat(5 << 20)))),
+        ),
+        (
+            "\"observe\"",
+            true,
+            r#"{"ok":{"sample":{"cpu_seconds":1.0,"memory_bytes":2,"memory_limit_bytes":3,"cpus":1.0}}}"#.into(),
+        ),
+    ];
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut stream, _)) = listener.accept().await {
-            let kinds = kinds.clone();
+            let (kinds, answers) = (kinds.clone(), answers.clone());
             tokio::spawn(async move {
-                let mut buffer = vec![0u8; 65536];
-                let read = stream.read(&mut buffer).await.unwrap_or(0);
-                let body = if buffer[..read].starts_with(b"GET /kinds") {
-                    kinds
+                let request = read_request(&mut stream).await;
+                let (stamped, body) = if request.starts_with("GET /kinds") {
+                    (true, kinds)
                 } else {
-                    "{\"ok\":{\"sample\":\"not one\"}}".to_string()
+                    answers
+                        .into_iter()
+                        .find(|(key, _, _)| request.contains(key))
+                        .map(|(_, stamped, body)| (stamped, body))
+                        .expect("a known operation")
+                };
+                let version = if stamped {
+                    format!("{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n")
+                } else {
+                    String::new()
                 };
                 let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{version}content-length: {}\r\nconnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.shutdown().await;
+                let mut rest = Vec::new();
+                let _ = stream.read_to_end(&mut rest).await;
             });
         }
     });
@@ -774,9 +835,33 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
     let provider = RemoteProvider::connect(client, "plain", budget(5_000))
         .await
         .expect("the kinds frame is fine");
+    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+        reference: reference("a"),
+        provider_id: None,
+    };
+    assert!(
+        provider.observe(target, budget(2_000)).await.is_ok(),
+        "control: a good frame is accepted"
+    );
     assert_eq!(
         provider.get_info(reference("a"), budget(2_000)).await,
-        Err(Error::ComputeUnconfirmed)
+        Err(Error::ComputeUnconfirmed),
+        "a valid body without the version header"
+    );
+    assert_eq!(
+        provider.renew(reference("a"), budget(2_000)).await,
+        Err(Failure::from(Error::ComputeUnconfirmed)),
+        "unsupported from an operation declared supported"
+    );
+    assert_eq!(
+        provider.kill(reference("a"), budget(2_000)).await,
+        Err(Failure::from(Error::ComputeUnconfirmed)),
+        "a code outside the fixed set"
+    );
+    assert_eq!(
+        provider.create(bootstrap("a"), budget(5_000)).await,
+        Err(Failure::from(Error::ComputeUnconfirmed)),
+        "an answer over the frame bound"
     );
     let command = Command {
         args: vec!["true".into()],
