@@ -117,6 +117,33 @@ async fn a_loop_does_not_block_other_calls() {
     assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
 }
 
+/// A spinning guest yields its thread every epoch tick: even on a
+/// single-threaded runtime another call finishes while it spins.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spinning_guest_yields_its_thread() {
+    let host = std::sync::Arc::new(host().await);
+    let (finished, mut order) = tokio::sync::mpsc::unbounded_channel();
+    let looping = {
+        let (host, finished) = (host.clone(), finished.clone());
+        tokio::spawn(async move {
+            let outcome = host.get_info("looper", reference(), budget(2_000)).await;
+            let _ = finished.send("loop");
+            outcome
+        })
+    };
+    // Let the looping call start spinning before the quiet one begins.
+    tokio::task::yield_now().await;
+    assert!(
+        host.get_info("quiet", reference(), budget(5_000))
+            .await
+            .is_ok()
+    );
+    let _ = finished.send("quiet");
+    assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
+    let first = order.recv().await;
+    assert_eq!(first, Some("quiet"), "the quiet call waited for the loop");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unbounded_allocation_fails_cleanly() {
     let host = host().await;
