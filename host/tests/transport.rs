@@ -13,8 +13,8 @@ use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::{LocalProvider, SandboxProvider};
 use sandbox_host::transport::wire::{self, Call, Outcome};
 use sandbox_host::transport::{
-    Endpoint, MAX_REQUEST_BYTES, Node, NodeClient, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    RemoteProvider, TransportError, reasons,
+    Endpoint, MAX_CONNECTIONS, MAX_REQUEST_BYTES, Node, NodeClient, PROTOCOL_HEADER,
+    PROTOCOL_VERSION, READ_TIMEOUT, RemoteProvider, TransportError, reasons,
 };
 use sandbox_host::{Budget, Host};
 use std::collections::BTreeMap;
@@ -46,13 +46,14 @@ fn token_in(dir: &std::path::Path) -> Token {
 
 /// Serves steerable kinds, each steered by its configuration.
 async fn serve(kinds: &[(&str, serde_json::Value)], max_in_flight: u32) -> Served {
-    serve_on(kinds, max_in_flight, None).await
+    serve_on(kinds, max_in_flight, None, READ_TIMEOUT).await
 }
 
 async fn serve_on(
     kinds: &[(&str, serde_json::Value)],
     max_in_flight: u32,
     tcp: Option<std::net::SocketAddr>,
+    read_timeout: Duration,
 ) -> Served {
     let engine = FakeEngine::start().await;
     let host = Arc::new(support::load_steered(&engine.socket, kinds).await);
@@ -69,7 +70,8 @@ async fn serve_on(
             tcp: None,
         },
     };
-    let node = Node::new(host.clone(), token.clone(), max_in_flight);
+    let node =
+        Node::new(host.clone(), token.clone(), max_in_flight).with_read_timeout(read_timeout);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         node.serve(&listen, async {
@@ -652,7 +654,7 @@ async fn health_and_a_full_walk_over_tcp() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
     let address = free.local_addr().expect("address");
     drop(free);
-    let node = serve_on(&[("plain", steer("none"))], 8, Some(address)).await;
+    let node = serve_on(&[("plain", steer("none"))], 8, Some(address), READ_TIMEOUT).await;
     let client = node.client_at(&Endpoint::Tcp(address));
     let health = client.health(budget(5_000)).await.expect("health");
     assert!(health.ready);
@@ -874,4 +876,107 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
             .await,
         Err(Error::CommandUnconfirmed)
     );
+}
+
+/// Everything the server sends on `stream` until it closes it, or `None`
+/// if it is still open after `patience`.
+async fn until_closed(stream: &mut tokio::net::UnixStream, patience: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    match tokio::time::timeout(patience, stream.read_to_end(&mut answer)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
+        Err(_) => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_clients_hold_no_connection_slot_or_shutdown() {
+    use tokio::io::AsyncWriteExt;
+    let read_timeout = Duration::from_millis(400);
+    let patience = Duration::from_secs(10);
+    let node = serve_on(&[("probe", steer("volume-inspect"))], 1, None, read_timeout).await;
+    let connect = || tokio::net::UnixStream::connect(&node.socket);
+
+    // A connection that never sends anything is closed as idle.
+    let mut idle = connect().await.expect("connect");
+    let closed = until_closed(&mut idle, patience).await;
+    assert!(closed.is_some(), "an idle connection is closed");
+
+    // A head that never ends is cut off, unanswered.
+    let mut slow_head = connect().await.expect("connect");
+    slow_head
+        .write_all(b"POST /call HTTP/1.1\r\nhost: node\r\n")
+        .await
+        .expect("write");
+    let closed = until_closed(&mut slow_head, patience).await;
+    assert!(closed.is_some(), "a stalled head is cut off");
+
+    // A body that never ends is refused `too_slow`, and its in-flight slot
+    // (the only one) is free again afterwards.
+    let mut slow_body = connect().await.expect("connect");
+    let head = format!(
+        "POST /call HTTP/1.1\r\nhost: node\r\n{}: {}\r\nauthorization: {}\r\n\
+         content-type: application/json\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{{\"kind\"",
+        GOOD[0].0, GOOD[0].1, GOOD[1].1
+    );
+    slow_body.write_all(head.as_bytes()).await.expect("write");
+    let answer = until_closed(&mut slow_body, patience)
+        .await
+        .expect("a stalled body is answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.ends_with(r#"{"refused":"too_slow"}"#), "{answer}");
+    let answered = node
+        .client()
+        .call("probe", budget(2_000), Call::GetInfo(reference("a").into()))
+        .await;
+    assert!(answered.is_ok(), "the slot is free again: {answered:?}");
+    assert_eq!(
+        node.engine.recorded().len(),
+        1,
+        "only the complete request ran natively"
+    );
+
+    // Shutdown waits for no stalled client: it ends within the read timeout.
+    let mut stalled = connect().await.expect("connect");
+    stalled
+        .write_all(b"GET /kinds HTTP/1.1\r\n")
+        .await
+        .expect("write");
+    let stopping = Instant::now();
+    tokio::time::timeout(patience, node.stop())
+        .await
+        .expect("shutdown is not held by a stalled client");
+    assert!(stopping.elapsed() < patience);
+    drop(stalled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_wait_until_one_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let connect = || tokio::net::UnixStream::connect(&node.socket);
+    let mut open = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        open.push(connect().await.expect("connect"));
+    }
+    let mut waiting = connect().await.expect("queued in the backlog");
+    let request = format!(
+        "GET /kinds HTTP/1.1\r\nhost: node\r\n{}: {}\r\nauthorization: {}\r\n\
+         connection: close\r\n\r\n",
+        GOOD[0].0, GOOD[0].1, GOOD[1].1
+    );
+    waiting.write_all(request.as_bytes()).await.expect("write");
+    let mut first = [0u8; 12];
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut first)).await;
+    assert!(
+        early.is_err(),
+        "no answer while every connection slot is taken"
+    );
+    drop(open.pop());
+    let answer = until_closed(&mut waiting, Duration::from_secs(10))
+        .await
+        .expect("answered once a slot is free");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(open);
+    node.stop().await;
 }

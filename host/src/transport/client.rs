@@ -4,7 +4,7 @@
 //! by default).
 
 use super::wire::{self, Call, Outcome};
-use super::{MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use super::{MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT};
 use crate::budget::Budget;
 use crate::node_config::{Listen, Token};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -34,10 +34,11 @@ impl Endpoint {
 }
 
 /// The codes a node refuses a request with (nothing was executed).
-pub const REFUSALS: [&str; 6] = [
+pub const REFUSALS: [&str; 7] = [
     "version_mismatch",
     "unauthorized",
     "too_large",
+    "too_slow",
     "invalid",
     "busy",
     "no_such_endpoint",
@@ -89,7 +90,10 @@ impl NodeClient {
             .retry(reqwest::retry::never())
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
-            .http1_only();
+            .http1_only()
+            // Never reuse a connection the node may be closing as idle: a
+            // request lost that way would be unconfirmed for nothing.
+            .pool_idle_timeout(READ_TIMEOUT / 2);
         let (builder, base) = match endpoint {
             Endpoint::Unix(path) => (builder.unix_socket(path.as_path()), "http://node".into()),
             Endpoint::Tcp(address) => (builder, format!("http://{address}")),

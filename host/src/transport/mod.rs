@@ -36,6 +36,12 @@ pub const PROTOCOL_VERSION: &str = "oac-node/1";
 pub const MAX_REQUEST_BYTES: usize = 72 << 20;
 /// Largest answer body: two 1 MiB command streams as base64, plus room.
 pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
+/// How long a node waits for a request's head (which is also how long it
+/// keeps an idle connection open) and then for its body: a stalled client
+/// must hold neither a connection, an in-flight slot nor shutdown for long.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Connections a node serves at once; further ones wait in the backlog.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// Reasons the proxy gives for the operations a node never forwards.
 pub mod reasons {

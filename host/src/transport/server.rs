@@ -4,7 +4,10 @@
 //! before any native I/O) within the budget counted from receipt.
 
 use super::wire::{self, Call, Outcome, Refusal, Value};
-use super::{MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION};
+use super::{
+    MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION,
+    READ_TIMEOUT,
+};
 use crate::bindings::{Error, Failure};
 use crate::budget::Budget;
 use crate::declaration::Decision;
@@ -17,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
@@ -37,9 +40,6 @@ pub enum ServeError {
     /// Another process is serving on this Unix socket.
     #[error("{0} is in use by a running server")]
     InUse(String),
-    /// The listener failed while serving.
-    #[error("serving failed: {0}")]
-    Serve(std::io::Error),
 }
 
 /// A node: the loaded host, the token clients present, and the in-flight limit.
@@ -48,6 +48,7 @@ pub struct Node {
     token: Token,
     in_flight: Arc<Semaphore>,
     operations: TaskTracker,
+    read_timeout: Duration,
 }
 
 /// Why a request is turned away before anything runs.
@@ -56,6 +57,7 @@ enum Refused {
     VersionMismatch,
     Unauthorized,
     TooLarge,
+    TooSlow,
     Invalid,
     Busy,
     NoSuchEndpoint,
@@ -67,6 +69,7 @@ impl Refused {
             Refused::VersionMismatch => "version_mismatch",
             Refused::Unauthorized => "unauthorized",
             Refused::TooLarge => "too_large",
+            Refused::TooSlow => "too_slow",
             Refused::Invalid => "invalid",
             Refused::Busy => "busy",
             Refused::NoSuchEndpoint => "no_such_endpoint",
@@ -78,6 +81,7 @@ impl Refused {
             Refused::VersionMismatch | Refused::Invalid => StatusCode::BAD_REQUEST,
             Refused::Unauthorized => StatusCode::UNAUTHORIZED,
             Refused::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Refused::TooSlow => StatusCode::REQUEST_TIMEOUT,
             Refused::Busy => StatusCode::SERVICE_UNAVAILABLE,
             Refused::NoSuchEndpoint => StatusCode::NOT_FOUND,
         }
@@ -227,7 +231,16 @@ impl Node {
             token,
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
             operations: TaskTracker::new(),
+            read_timeout: READ_TIMEOUT,
         }
+    }
+
+    /// Replaces [`READ_TIMEOUT`]: how long a client may take to send a
+    /// request's head, and then its body, and how long an idle connection
+    /// stays open.
+    pub fn with_read_timeout(mut self, read_timeout: Duration) -> Self {
+        self.read_timeout = read_timeout;
+        self
     }
 
     /// The HTTP service; every path and method goes through one handler so
@@ -249,8 +262,9 @@ impl Node {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let operations = self.operations.clone();
+        let read_timeout = self.read_timeout;
         let router = self.router();
-        let served = Self::listen_and_serve(router, listen, shutdown).await;
+        let served = Self::listen_and_serve(router, read_timeout, listen, shutdown).await;
         // Operations whose caller left still run to their end.
         operations.close();
         operations.wait().await;
@@ -259,6 +273,7 @@ impl Node {
 
     async fn listen_and_serve(
         router: axum::Router,
+        read_timeout: Duration,
         listen: &Listen,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
@@ -278,22 +293,17 @@ impl Node {
                 let listener = tokio::net::UnixListener::bind(path)
                     .map_err(|e| ServeError::Bind(shown.clone(), e))?;
                 tracing::info!(socket = %shown, "serving");
-                let served = axum::serve(listener, router)
-                    .with_graceful_shutdown(shutdown)
-                    .await
-                    .map_err(ServeError::Serve);
+                serve_connections(listener, router, read_timeout, shutdown).await;
                 let _ = std::fs::remove_file(path);
-                served
+                Ok(())
             }
             (None, Some(address)) => {
                 let listener = tokio::net::TcpListener::bind(address)
                     .await
                     .map_err(|e| ServeError::Bind(address.to_string(), e))?;
                 tracing::info!(address = %address, "serving");
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(shutdown)
-                    .await
-                    .map_err(ServeError::Serve)
+                serve_connections(listener, router, read_timeout, shutdown).await;
+                Ok(())
             }
             (None, None) => Err(ServeError::Bind(
                 "nothing".into(),
@@ -353,12 +363,14 @@ impl Node {
     /// `permit` is this request's in-flight slot; it goes with the
     /// operation, which keeps it until it ends even if the caller leaves.
     async fn call(&self, body: Body, received: Instant, permit: OwnedSemaphorePermit) -> Response {
-        let bytes = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+        let read = Limited::new(body, MAX_REQUEST_BYTES).collect();
+        let bytes = match tokio::time::timeout(self.read_timeout, read).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 return refuse(Refused::TooLarge);
             }
-            Err(_) => return refuse(Refused::Invalid),
+            Ok(Err(_)) => return refuse(Refused::Invalid),
+            Err(_) => return refuse(Refused::TooSlow),
         };
         let Ok(request) = serde_json::from_slice::<wire::Request>(&bytes) else {
             return refuse(Refused::Invalid);
@@ -407,6 +419,50 @@ impl Node {
             None => answer(StatusCode::OK, &outcome),
         }
     }
+}
+
+/// Accepts connections until `shutdown`, at most [`MAX_CONNECTIONS`] at
+/// once, each of which must send a request head within `read_timeout` (an
+/// idle one is closed after it); then lets every open connection finish
+/// the request it is in.
+async fn serve_connections<L>(
+    mut listener: L,
+    router: axum::Router,
+    read_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) where
+    L: axum::serve::Listener,
+{
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = connections.clone().acquire_owned() => slot,
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slot else { break };
+        let io = tokio::select! {
+            (io, _) = listener.accept() => io,
+            () = &mut shutdown => break,
+        };
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(read_timeout)
+            .serve_connection(
+                hyper_util::rt::TokioIo::new(io),
+                hyper_util::service::TowerToHyperService::new(router.clone()),
+            );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A connection that fails (a client gone, a head too slow) has
+            // nothing to report beyond its own end.
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
