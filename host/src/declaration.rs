@@ -16,6 +16,19 @@ pub const PACKAGE: &str = "oac:sandbox-provider";
 pub const REQUIRED: [&str; 5] = ["create", "get-info", "renew", "kill", "run-command"];
 /// The interface whose functions are supported all together or not at all.
 pub const CHECKPOINT_INTERFACE: &str = "checkpoint-provider";
+/// The functions of [`CHECKPOINT_INTERFACE`], for a side that has no
+/// component to read them from (the node proxy).
+pub const CHECKPOINT_OPERATIONS: [&str; 9] = [
+    "initial",
+    "new-compute",
+    "get-compute",
+    "suspend",
+    "resume",
+    "resume-compute",
+    "kill-compute",
+    "delete-snapshot",
+    "run-command-compute",
+];
 /// The interface that is the declaration itself, not an operation.
 const DECLARATIONS_INTERFACE: &str = "declarations";
 /// Reason codes: `^[a-z][a-z0-9_]{0,95}$`.

@@ -768,7 +768,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
                 .into_iter()
                 .map(|op| (op.to_string(), wire::Support::Supported))
                 .chain(
-                    sandbox_host::transport::proxy::CHECKPOINT_OPERATIONS
+                    sandbox_host::declaration::CHECKPOINT_OPERATIONS
                         .iter()
                         .map(|op| (op.to_string(), wire::Support::Unsupported("none".into()))),
                 )

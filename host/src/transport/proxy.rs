@@ -28,23 +28,12 @@ use crate::bindings::{
     UnsupportedOperation,
 };
 use crate::budget::Budget;
-use crate::declaration::{self, Decision, Declaration, REQUIRED};
+use crate::declaration::{
+    self, CHECKPOINT_INTERFACE, CHECKPOINT_OPERATIONS, Decision, Declaration, DeclarationError,
+    Inventory, Operation, REQUIRED,
+};
 use crate::host::{police_command, police_read};
 use crate::provider::{CheckpointProvider, SandboxProvider};
-use std::collections::BTreeMap;
-
-/// The nine checkpoint operations, forwarded only when declared.
-pub const CHECKPOINT_OPERATIONS: [&str; 9] = [
-    "initial",
-    "new-compute",
-    "get-compute",
-    "suspend",
-    "resume",
-    "resume-compute",
-    "kill-compute",
-    "delete-snapshot",
-    "run-command-compute",
-];
 
 /// Why a proxy could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +50,7 @@ pub enum ProxyError {
         /// The kind.
         kind: String,
         /// Which rule.
-        why: &'static str,
+        why: DeclarationError,
     },
 }
 
@@ -100,47 +89,54 @@ const DISCOVERY: NotForwarded = ("discover-selection", reasons::DISCOVERY);
 const VERIFICATION: NotForwarded = ("verify-credential", reasons::VERIFICATION);
 const NOT_FORWARDED: [NotForwarded; 3] = [BATCH, DISCOVERY, VERIFICATION];
 
+/// The operations a node forwards, as an inventory the contract's
+/// declaration rules can be checked against.
+fn forwarded_inventory() -> Inventory {
+    let operations = |names: &[&str], interface: &str| {
+        names
+            .iter()
+            .map(|name| Operation {
+                name: name.to_string(),
+                interface: interface.to_string(),
+                fallible: true,
+            })
+            .collect::<Vec<_>>()
+    };
+    Inventory(
+        [
+            operations(&REQUIRED, "sandbox-provider"),
+            operations(&["observe"], "observation-source"),
+            operations(&CHECKPOINT_OPERATIONS, CHECKPOINT_INTERFACE),
+        ]
+        .concat(),
+    )
+}
+
 /// The proxy's declaration of `kind` from the node's: the forwarded
-/// operations as the node declares them (required five supported,
-/// checkpoint all or nothing, reasons well-formed), and the operations a
-/// node never forwards as unsupported.
+/// operations as the node declares them, checked by the same rules as a
+/// component's declaration, and the operations a node never forwards as
+/// unsupported.
 fn proxy_declaration(
     kind: &str,
     served: &wire::KindDeclaration,
 ) -> Result<Declaration, ProxyError> {
-    let broken = |why| ProxyError::Declaration {
-        kind: kind.to_string(),
-        why,
-    };
-    let mut decisions = BTreeMap::new();
-    for operation in REQUIRED
+    let inventory = forwarded_inventory();
+    let entries: Vec<(String, Decision)> = inventory
+        .0
         .iter()
-        .chain(&["observe"])
-        .chain(&CHECKPOINT_OPERATIONS)
-    {
-        let decision = match served.operations.get(*operation) {
-            Some(wire::Support::Supported) => Decision::Supported,
-            Some(wire::Support::Unsupported(reason)) if declaration::is_valid_reason(reason) => {
-                Decision::Unsupported(reason.clone())
-            }
-            Some(wire::Support::Unsupported(_)) => return Err(broken("malformed reason")),
-            None => return Err(broken("an operation is not declared")),
-        };
-        decisions.insert(operation.to_string(), decision);
-    }
-    if REQUIRED
-        .iter()
-        .any(|operation| decisions[*operation] != Decision::Supported)
-    {
-        return Err(broken("a required operation is unsupported"));
-    }
-    let supported = CHECKPOINT_OPERATIONS
-        .iter()
-        .filter(|operation| decisions[**operation] == Decision::Supported)
-        .count();
-    if supported != 0 && supported != CHECKPOINT_OPERATIONS.len() {
-        return Err(broken("checkpoint operations are partly supported"));
-    }
+        .filter_map(|operation| {
+            let decision = match served.operations.get(&operation.name)? {
+                wire::Support::Supported => Decision::Supported,
+                wire::Support::Unsupported(reason) => Decision::Unsupported(reason.clone()),
+            };
+            Some((operation.name.clone(), decision))
+        })
+        .collect();
+    let Declaration(mut decisions) = declaration::validate_declaration(&inventory, &entries)
+        .map_err(|why| ProxyError::Declaration {
+            kind: kind.to_string(),
+            why,
+        })?;
     for (operation, reason) in NOT_FORWARDED {
         decisions.insert(operation.into(), Decision::Unsupported(reason.into()));
     }
@@ -550,7 +546,7 @@ mod tests {
                 wire::Support::Supported
             }
         });
-        assert!(refused(required_off).contains("required"));
+        assert!(refused(required_off).contains("`kill` is declared unsupported"));
         let partial = served(|op| {
             if op == "suspend" {
                 none()
@@ -558,7 +554,7 @@ mod tests {
                 wire::Support::Supported
             }
         });
-        assert!(refused(partial).contains("partly"));
+        assert!(refused(partial).contains("all together"));
         let bad_reason = served(|op| {
             if op == "observe" {
                 wire::Support::Unsupported("Not Valid".into())
@@ -566,10 +562,10 @@ mod tests {
                 wire::Support::Supported
             }
         });
-        assert!(refused(bad_reason).contains("malformed reason"));
+        assert!(refused(bad_reason).contains("`observe` has a reason"));
         let mut missing = plain.clone();
         missing.operations.remove("renew");
-        assert!(refused(missing).contains("not declared"));
+        assert!(refused(missing).contains("`renew` is not declared"));
     }
 
     #[test]
