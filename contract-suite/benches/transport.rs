@@ -99,11 +99,16 @@ impl Fixture {
         let configuration = std::fs::read_to_string(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
         )
-        .expect("docker profile")
-        .replace("${FIXTURE_IMAGE}", &image);
+        .expect("docker profile");
+        let policy = contract_suite::harness::container_policy(
+            &image,
+            contract_suite::harness::FAKE_SECCOMP_PROFILE,
+        )
+        .expect("policy");
         let binding = NodeBinding {
             installation_id: "oac-transport-bench".into(),
             docker_socket: Some(engine.socket().to_path_buf()),
+            container_policy: Some(policy),
             configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
             credential: None,
             hook: None,

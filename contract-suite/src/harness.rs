@@ -7,7 +7,9 @@ use crate::recorder::{Call, Plan, Recorder};
 use sandbox_host::bindings::oac::sandbox_provider::types::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
 };
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::capability::faults::NativeRequest;
+use sandbox_host::capability::scope::CallScope;
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::host::{CallError, Connect};
 use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
@@ -23,6 +25,33 @@ pub const CREDENTIAL_CANARY: &str = "oac-suite-daemon-credential-5be1";
 pub const INSTALLATION: &str = "oac-contract-suite";
 /// The kind name the component is loaded under.
 pub const KIND: &str = "under-test";
+/// The scope the host gives an operation on `reference` in production.
+fn scope(reference: &Reference) -> CallScope {
+    CallScope::Allocation(reference.clone())
+}
+
+/// A small seccomp profile for the fake engine, which never applies it: it
+/// only has to be a confining profile the host accepts.
+pub const FAKE_SECCOMP_PROFILE: &str = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]}"#;
+
+/// The node's container policy the suite runs under: the fixture's runtime
+/// image, no network, 1 CPU, 256 MiB, 128 processes.
+pub fn container_policy(
+    image: &str,
+    seccomp_profile: &str,
+) -> Result<ContainerPolicy, sandbox_host::capability::docker::policy::PolicyError> {
+    let settings = PolicySettings {
+        image: image.into(),
+        network: "none".into(),
+        seccomp_profile: PathBuf::new(),
+        cpus: 1.0,
+        memory_mib: 256,
+        pids_limit: 128,
+        nested_sandbox: false,
+    };
+    ContainerPolicy::new(&settings, seccomp_profile.into())
+}
+
 /// What to test.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -30,9 +59,11 @@ pub struct Target {
     pub component: PathBuf,
     /// `nodes` or `direct`.
     pub mode: Mode,
-    /// The kind's native configuration; `${FIXTURE_IMAGE}` is replaced by the
-    /// fixture's image id.
+    /// The kind's own configuration (JSON text).
     pub configuration: String,
+    /// The seccomp profile of the container policy (the real-engine tier
+    /// needs the assembled profile; the fake engine takes any confining one).
+    pub seccomp_profile: String,
     /// Budget of each call, in milliseconds.
     pub budget_ms: u32,
     /// A real Docker Engine for the real-engine tier; the fake one otherwise.
@@ -51,6 +82,9 @@ pub enum HarnessError {
     /// The configuration is not a JSON object.
     #[error("the configuration is not a JSON object")]
     Configuration,
+    /// The container policy is refused (e.g. the seccomp profile).
+    #[error("the container policy is refused: {0}")]
+    Policy(&'static str),
     /// The host refused the component (this is itself a failed case).
     #[error("the host refused the component: {0}")]
     Load(String),
@@ -92,13 +126,14 @@ impl Harness {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
+        let nodes = target.mode == Mode::Nodes;
         let registration = Registration {
             kind: KIND.into(),
             mode: target.mode,
             component: file.into(),
             digest: DigestSource::Pinned(sandbox_host::loader::sha256_hex(&bytes)),
             grants: Grants {
-                docker: target.mode == Mode::Nodes,
+                docker: nodes,
                 http_origins: Vec::new(),
             },
             policy: Policy {
@@ -108,13 +143,15 @@ impl Harness {
             node_artifacts: Vec::new(),
             suspension: None,
         };
-        let configuration = target.configuration.replace("${FIXTURE_IMAGE}", &image);
         let configuration: serde_json::Value =
-            serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
+            serde_json::from_str(&target.configuration).map_err(|_| HarnessError::Configuration)?;
+        let policy = container_policy(&image, &target.seccomp_profile)
+            .map_err(|error| HarnessError::Policy(error.0))?;
         let recorder = Arc::new(Recorder::default());
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
-            docker_socket: (target.mode == Mode::Nodes).then(|| engine.socket().to_path_buf()),
+            docker_socket: nodes.then(|| engine.socket().to_path_buf()),
+            container_policy: nodes.then_some(policy),
             configuration,
             credential: None,
             hook: Some(recorder.clone()),
@@ -188,7 +225,7 @@ impl Harness {
         let request = self.bootstrap(reference);
         let answer = self
             .host
-            .call_raw(KIND, self.budget, async |p, s| {
+            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_create(s, &request)
                     .await
@@ -202,7 +239,7 @@ impl Harness {
     pub async fn get_info(&self, reference: &Reference) -> Result<Result<Info, Error>, CallError> {
         let answer = self
             .host
-            .call_raw(KIND, self.budget, async |p, s| {
+            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_get_info(s, reference)
                     .await
@@ -216,7 +253,7 @@ impl Harness {
     pub async fn renew(&self, reference: &Reference) -> Mutation {
         let answer = self
             .host
-            .call_raw(KIND, self.budget, async |p, s| {
+            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_renew(s, reference)
                     .await
@@ -230,7 +267,7 @@ impl Harness {
     pub async fn kill(&self, reference: &Reference) -> Mutation {
         let answer = self
             .host
-            .call_raw(KIND, self.budget, async |p, s| {
+            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_kill(s, reference)
                     .await
@@ -254,7 +291,7 @@ impl Harness {
         };
         let answer = self
             .host
-            .call_raw(KIND, self.budget, async |p, s| {
+            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_run_command(s, reference, &command)
                     .await

@@ -17,15 +17,19 @@ struct Cli {
     /// fake Docker Engine) or `direct`.
     #[arg(long, default_value = "nodes")]
     mode: String,
-    /// The kind's native configuration (a JSON file); `${FIXTURE_IMAGE}`
-    /// stands for the fixture's runtime image id.
+    /// The kind's own configuration (a JSON file; default `{}`).
     #[arg(long)]
     configuration: Option<PathBuf>,
+    /// The seccomp profile of the node's container policy (the real-engine
+    /// tier needs the assembled `seccomp.json`; the fake engine never applies
+    /// one, so a small deny-by-default profile is the default).
+    #[arg(long)]
+    seccomp_profile: Option<PathBuf>,
     /// Budget of each call in milliseconds (cancellation cases wait it out).
     #[arg(long, default_value_t = 2_000)]
     budget_ms: u32,
     /// Set a top-level configuration key to a file's contents as a string,
-    /// e.g. `seccomp_profile=target/seccomp/seccomp.json` (repeatable).
+    /// e.g. `notes=notes.txt` (repeatable).
     #[arg(long = "set-from-file", value_name = "KEY=FILE")]
     set_from_file: Vec<String>,
     /// Run the real-engine tier: the same cases against the Docker Engine at
@@ -76,10 +80,17 @@ async fn main() -> Result<std::process::ExitCode> {
         None => "{}".into(),
     };
     let configuration = set_from_files(&configuration, &cli.set_from_file)?;
+    let seccomp_profile = match &cli.seccomp_profile {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
+    };
     let target = Target {
         component: cli.component.clone(),
         mode,
         configuration,
+        seccomp_profile,
         budget_ms: cli.budget_ms,
         engine_socket: cli.engine_socket.clone(),
     };

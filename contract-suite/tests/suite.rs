@@ -22,6 +22,7 @@ async fn suite(name: &str) -> Report {
         component: component(name),
         mode: Mode::Nodes,
         configuration,
+        seccomp_profile: contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
         budget_ms: 1_000,
         engine_socket: None,
     };

@@ -8,8 +8,8 @@
 mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sandbox_host::bindings::Reference;
 use sandbox_host::Budget;
+use sandbox_host::bindings::Reference;
 use serde_json::json;
 use support::*;
 

@@ -4,6 +4,7 @@
 
 use crate::bindings::{Provider, ProviderPre};
 use crate::capability::SharedCapabilities;
+use crate::capability::scope::CallScope;
 use crate::state::CallState;
 use std::time::Instant;
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -44,11 +45,12 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool) -> Aborted {
     }
 }
 
-/// Runs `call` against a fresh instance of `pre`, to end by `deadline`, and
-/// drops the instance.
+/// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
+/// `deadline`, and drops the instance.
 pub async fn run<R>(
     pre: &ProviderPre<CallState>,
     capabilities: SharedCapabilities,
+    scope: CallScope,
     max_memory_bytes: usize,
     deadline: Instant,
     call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
@@ -59,7 +61,7 @@ pub async fn run<R>(
     }
     let mut store = Store::new(
         pre.engine(),
-        CallState::new(capabilities, deadline, max_memory_bytes),
+        CallState::new(capabilities, scope, deadline, max_memory_bytes),
     );
     store.limiter(|state| &mut state.limits);
     // Every epoch tick the guest yields to the executor, so a guest that

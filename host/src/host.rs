@@ -16,6 +16,7 @@ use crate::capability::docker::{
     DockerBroker, DockerConnectError, MAX_OUTPUT_BYTES, MAX_STDIN_BYTES,
 };
 use crate::capability::http::HttpBroker;
+use crate::capability::scope::CallScope;
 use crate::capability::{Capabilities, SharedCapabilities};
 use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventory};
 use crate::loader::{self, LoadError, Runtime};
@@ -114,6 +115,7 @@ fn capabilities(
 impl Kind {
     async fn run<R>(
         &self,
+        scope: CallScope,
         budget: Budget,
         call: impl AsyncFnOnce(
             &crate::bindings::Provider,
@@ -128,6 +130,7 @@ impl Kind {
         let outcome = call::run(
             &self.pre,
             self.capabilities.clone(),
+            scope,
             self.registration.policy.max_memory_bytes,
             deadline,
             call,
@@ -211,17 +214,21 @@ impl Host {
                 .get(&registration.kind)
                 .ok_or_else(|| HostError::MissingBinding(registration.kind.clone()))?;
             registry::validate_node_binding(registration, binding)?;
+            if connect == Connect::Capabilities {
+                registry::require_native(registration, binding)?;
+            }
         }
         let mut kinds = BTreeMap::new();
         for registration in table {
             let binding = &bindings[&registration.kind];
             let loaded = loader::load(&runtime, registration, plugin_dir)?;
             let declaration = Self::declaration(registration, binding, &loaded).await?;
-            let docker = match (connect, &binding.docker_socket) {
-                (Connect::Capabilities, Some(socket)) => Some(
+            let docker = match (connect, &binding.docker_socket, &binding.container_policy) {
+                (Connect::Capabilities, Some(socket), Some(policy)) => Some(
                     DockerBroker::connect(
                         socket,
                         &binding.installation_id,
+                        policy.clone(),
                         Duration::from_secs(10),
                         binding.hook.clone(),
                     )
@@ -277,6 +284,7 @@ impl Host {
         let entries = call::run(
             &loaded.pre,
             denied,
+            CallScope::Node,
             registration.policy.max_memory_bytes,
             deadline,
             async |provider, store| {
@@ -324,32 +332,38 @@ impl Host {
     /// Calls the component directly, without the declaration check or the
     /// policing of answers: the contract suite uses it to judge what the
     /// component itself does (e.g. that it answers `unsupported` before any
-    /// native I/O). Budget, limits and the capability policy still apply.
+    /// native I/O). Budget, limits and the capability policy still apply,
+    /// with the capabilities bound to `scope`'s allocations.
     pub async fn call_raw<R>(
         &self,
         kind: &str,
+        scope: CallScope,
         budget: Budget,
         call: impl AsyncFnOnce(&Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let kind = self.kind(kind).map_err(|_| CallError::UnknownKind)?;
-        kind.run(budget, call).await.map_err(CallError::Aborted)
+        kind.run(scope, budget, call)
+            .await
+            .map_err(CallError::Aborted)
     }
 
     /// The common path of every operation: the kind, the declaration (an
     /// unsupported operation is answered here, before any instance or I/O),
-    /// one call in a fresh instance, and `aborted` when the call ends
-    /// without the component's answer.
+    /// one call in a fresh instance whose capabilities reach only `scope`'s
+    /// allocations, and `aborted` when the call ends without the
+    /// component's answer.
     pub(crate) async fn invoke<R>(
         &self,
         kind: &str,
         operation: &str,
+        scope: CallScope,
         budget: Budget,
         aborted: Error,
         call: impl AsyncFnOnce(&Provider, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, Error> {
         let kind = self.kind(kind)?;
         kind.check_supported(operation)?;
-        kind.run(budget, call).await.map_err(|_| aborted)
+        kind.run(scope, budget, call).await.map_err(|_| aborted)
     }
 
     /// The kind's configuration requirements (credential, public origin).
@@ -361,6 +375,7 @@ impl Host {
         self.invoke(
             kind,
             "requirements",
+            CallScope::Node,
             budget,
             Error::ComputeUnconfirmed,
             async |provider, store| {
@@ -384,6 +399,7 @@ impl Host {
             .invoke(
                 kind,
                 "create",
+                CallScope::Allocation(request.reference.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |provider, store| {
@@ -408,6 +424,7 @@ impl Host {
             .invoke(
                 kind,
                 "get-info",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |provider, store| {
@@ -432,6 +449,7 @@ impl Host {
             .invoke(
                 kind,
                 "renew",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |provider, store| {
@@ -456,6 +474,7 @@ impl Host {
             .invoke(
                 kind,
                 "kill",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |provider, store| {
@@ -474,6 +493,7 @@ impl Host {
         self.invoke(
             kind,
             "probe",
+            CallScope::Node,
             budget,
             Error::ObservationUnavailable,
             async |provider, store| {
@@ -498,6 +518,7 @@ impl Host {
             .invoke(
                 kind,
                 "observe",
+                CallScope::Allocation(target.reference.clone()),
                 budget,
                 Error::ObservationUnavailable,
                 async |provider, store| {
@@ -535,6 +556,7 @@ impl Host {
             .invoke(
                 kind,
                 "run-command",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::CommandUnconfirmed,
                 async |provider, store| {

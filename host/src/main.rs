@@ -5,6 +5,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use sandbox_host::bindings::{Bootstrap, Command, NetworkAccess, Reference};
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{NodeConfig, Token};
 use sandbox_host::provider::{LocalProvider, SandboxProvider};
@@ -36,6 +37,12 @@ struct NodeArgs {
     /// Docker Engine Unix socket for kinds granted Docker (never DOCKER_HOST).
     #[arg(long, default_value = "/var/run/docker.sock")]
     docker_socket: PathBuf,
+    /// The container policy of kinds granted Docker: a TOML file with the
+    /// keys of a node configuration's `[kinds.<kind>.container_policy]`
+    /// (image, network, seccomp_profile, cpus, memory_mib, pids_limit,
+    /// nested_sandbox). Needed by commands that reach the engine.
+    #[arg(long, value_name = "FILE")]
+    container_policy: Option<PathBuf>,
     /// A kind's native configuration as a JSON object: `KIND=JSON`, or
     /// `KIND=@FILE` to read it from a file (repeatable).
     #[arg(long = "configuration", value_name = "KIND=JSON")]
@@ -172,7 +179,24 @@ enum Cmd {
     },
 }
 
+/// Reads `--container-policy`; relative paths in it are relative to the
+/// working directory.
+fn container_policy(node: &NodeArgs) -> Result<Option<ContainerPolicy>> {
+    let Some(path) = &node.container_policy else {
+        return Ok(None);
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let settings: PolicySettings = toml::from_str(&text)
+        .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.message()))?;
+    Ok(Some(ContainerPolicy::load(
+        &settings,
+        std::path::Path::new(""),
+    )?))
+}
+
 fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
+    let policy = container_policy(node)?;
     let mut configurations = BTreeMap::new();
     for entry in &node.configurations {
         let (kind, text) = entry
@@ -196,6 +220,7 @@ fn bindings(node: &NodeArgs) -> Result<BTreeMap<String, NodeBinding>> {
                     .grants
                     .docker
                     .then(|| node.docker_socket.clone()),
+                container_policy: policy.clone().filter(|_| registration.grants.docker),
                 configuration: configurations
                     .remove(&registration.kind)
                     .unwrap_or_else(|| json!({})),
@@ -575,17 +600,13 @@ async fn run(cli: Cli) -> Result<bool> {
     }
 }
 
-/// The most verbose level bollard may log at.
-const BOLLARD_CEILING: &str = "bollard=info";
-
 /// Logs to stderr: `RUST_LOG` when set, else `level`, else `warn`.
 fn init_logging(level: Option<&str>, json: bool) {
-    // bollard traces whole request bodies, which carry the daemon
-    // credential in the bootstrap archive: its output stops at info
-    // whatever RUST_LOG asks for.
+    // No dependency that sees engine request bodies (which carry the
+    // daemon credential in the bootstrap archive) logs them: the engine
+    // transport is the broker's own and logs fixed events only.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| level.unwrap_or("warn").into())
-        .add_directive(BOLLARD_CEILING.parse().expect("a valid directive"));
+        .unwrap_or_else(|_| level.unwrap_or("warn").into());
     use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

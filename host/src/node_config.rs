@@ -3,6 +3,7 @@
 //! native binding. It is validated completely before anything starts, and
 //! errors name the field, never its value.
 
+use crate::capability::docker::policy::{ContainerPolicy, PolicyError, PolicySettings};
 use crate::registry::{self, NodeBinding, Registration, RegistrationError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -35,7 +36,10 @@ pub struct Logging {
 pub struct KindSection {
     /// The Docker Engine socket, for kinds granted Docker.
     pub docker_socket: Option<PathBuf>,
-    /// The kind's native configuration.
+    /// The container policy, for kinds granted Docker: every isolation
+    /// setting of every container (the component decides none of them).
+    pub container_policy: Option<PolicySettings>,
+    /// The kind's native configuration (the component's own).
     #[serde(default)]
     pub configuration: toml::Table,
     /// Configuration keys whose value is a file's contents (e.g.
@@ -132,6 +136,14 @@ pub enum ConfigError {
         /// The key.
         key: String,
     },
+    /// A kind's container policy is refused.
+    #[error("kinds.{kind}.{error}")]
+    Policy {
+        /// The kind.
+        kind: String,
+        /// The field.
+        error: PolicyError,
+    },
     /// A kind's binding breaks the registry's rules.
     #[error(transparent)]
     Binding(#[from] RegistrationError),
@@ -204,14 +216,25 @@ impl NodeConfig {
                     object.insert(key.clone(), serde_json::Value::String(contents));
                 }
             }
+            let container_policy = section
+                .container_policy
+                .as_ref()
+                .map(|settings| ContainerPolicy::load(settings, Path::new("")))
+                .transpose()
+                .map_err(|error| ConfigError::Policy {
+                    kind: kind.clone(),
+                    error,
+                })?;
             let binding = NodeBinding {
                 installation_id: file.installation.clone(),
                 docker_socket: section.docker_socket,
+                container_policy,
                 configuration,
                 credential: None,
                 hook: None,
             };
             registry::validate_node_binding(registration, &binding)?;
+            registry::require_native(registration, &binding)?;
             registrations.push(registration.clone());
             bindings.insert(kind, binding);
         }
@@ -253,6 +276,7 @@ mod tests {
 
         fn config(&self, tail: &str) -> String {
             let dir = self.dir.path().display();
+            let tail = tail.replace("SECCOMP", &format!("{dir}/seccomp.json"));
             format!(
                 r#"
 token_file = "{dir}/token"
@@ -269,21 +293,24 @@ unix = "{dir}/node.sock"
     const DOCKER: &str = r#"
 [kinds.docker]
 docker_socket = "/run/docker.sock"
-[kinds.docker.configuration]
+[kinds.docker.container_policy]
 image = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
 network = "none"
-[kinds.docker.configuration.resources]
+seccomp_profile = "SECCOMP"
 cpus = 1.5
 memory_mib = 512
+[kinds.docker.configuration]
+extra_hosts = ["core.internal:10.0.0.1"]
 "#;
 
     #[test]
-    fn a_complete_configuration_loads_with_file_values() {
+    fn a_complete_configuration_loads_with_its_policy_and_file_values() {
         let files = Files::new();
-        let seccomp = files.dir.path().join("seccomp.json");
+        let banner = files.dir.path().join("banner.txt");
+        std::fs::write(&banner, "welcome").expect("banner");
         let tail = format!(
-            "{DOCKER}[kinds.docker.configuration_files]\nseccomp_profile = \"{}\"\n",
-            seccomp.display()
+            "{DOCKER}[kinds.docker.configuration_files]\nbanner = \"{}\"\n",
+            banner.display()
         );
         let config = NodeConfig::parse(&files.config(&tail), &registry::builtin()).expect("valid");
         assert_eq!(config.token.expose(), "0123456789abcdef0123");
@@ -294,12 +321,73 @@ memory_mib = 512
         assert_eq!(config.max_in_flight, 64);
         let binding = &config.bindings["docker"];
         assert_eq!(binding.installation_id, "inst-1");
-        assert_eq!(binding.configuration["resources"]["memory_mib"], 512);
         assert_eq!(
-            binding.configuration["seccomp_profile"],
-            "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}"
+            binding.configuration["extra_hosts"][0],
+            "core.internal:10.0.0.1"
+        );
+        assert_eq!(binding.configuration["banner"], "welcome");
+        let policy = binding.container_policy.as_ref().expect("policy");
+        assert_eq!(
+            policy.image(),
+            "sha256:0000000000000000000000000000000000000000000000000000000000000001"
         );
         assert_eq!(config.registrations.len(), 1);
+    }
+
+    #[test]
+    fn a_kind_granted_docker_needs_a_valid_container_policy() {
+        let files = Files::new();
+        let table = registry::builtin();
+        let refused = |text: String| {
+            NodeConfig::parse(&text, &table)
+                .expect_err("refused")
+                .to_string()
+        };
+        let without = files.config(
+            "[kinds.docker]\ndocker_socket = \"/run/docker.sock\"\n[kinds.docker.configuration]\n",
+        );
+        assert!(refused(without).contains("container_policy"));
+        for (from, to, field) in [
+            ("network = \"none\"", "network = \"host\"", "network"),
+            ("cpus = 1.5", "cpus = 0.0", "cpus"),
+            (
+                "memory_mib = 512",
+                "memory_mib = 512\npids_limit = 0",
+                "pids_limit",
+            ),
+            (
+                "memory_mib = 512",
+                "memory_mib = 512\npids_limit = 129",
+                "pids_limit",
+            ),
+            (
+                "image = \"sha256:0000",
+                "image = \"busybox@sha256:0000",
+                "ok",
+            ),
+        ] {
+            let text = files.config(&DOCKER.replace(from, to));
+            match field {
+                "ok" => assert!(NodeConfig::parse(&text, &table).is_ok(), "{to}"),
+                field => assert!(
+                    refused(text).contains(&format!("container_policy.{field}")),
+                    "{to}"
+                ),
+            }
+        }
+        let unpinned = files.config(&DOCKER.replace(
+            "sha256:0000000000000000000000000000000000000000000000000000000000000001",
+            "busybox:latest",
+        ));
+        assert!(refused(unpinned).contains("container_policy.image"));
+        let missing = files.config(&DOCKER.replace("SECCOMP", "/nonexistent/seccomp.json"));
+        assert!(refused(missing).contains("container_policy.seccomp_profile"));
+        std::fs::write(
+            files.dir.path().join("seccomp.json"),
+            r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#,
+        )
+        .expect("allow-all profile");
+        assert!(refused(files.config(DOCKER)).contains("container_policy.seccomp_profile"));
     }
 
     #[test]
@@ -329,10 +417,9 @@ memory_mib = 512
             .config(DOCKER)
             .replace("plugins =", "max_in_flight = 0\nplugins =");
         assert!(refused(in_flight).contains("max_in_flight"));
-        let missing = format!(
-            "{DOCKER}[kinds.docker.configuration_files]\nseccomp_profile = \"/nonexistent\"\n"
-        );
-        assert!(refused(files.config(&missing)).contains("configuration_files.seccomp_profile"));
+        let missing =
+            format!("{DOCKER}[kinds.docker.configuration_files]\nbanner = \"/nonexistent\"\n");
+        assert!(refused(files.config(&missing)).contains("configuration_files.banner"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::bindings::oac::sandbox_provider::types::{
 use crate::bindings::{Command, CommandResult, Error, Reference};
 use crate::budget::Budget;
 use crate::capability::docker::MAX_OUTPUT_BYTES;
+use crate::capability::scope::CallScope;
 use crate::host::Host;
 
 /// Most targets one batch observation may carry.
@@ -37,6 +38,7 @@ impl Host {
             .invoke(
                 kind,
                 "initial",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -61,6 +63,7 @@ impl Host {
             .invoke(
                 kind,
                 "new-compute",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -85,6 +88,7 @@ impl Host {
             .invoke(
                 kind,
                 "get-compute",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -108,6 +112,7 @@ impl Host {
             .invoke(
                 kind,
                 "suspend",
+                CallScope::Allocation(request.reference.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -131,6 +136,7 @@ impl Host {
             .invoke(
                 kind,
                 "resume",
+                CallScope::Allocation(request.reference.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -155,6 +161,7 @@ impl Host {
             .invoke(
                 kind,
                 "resume-compute",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -179,6 +186,7 @@ impl Host {
             .invoke(
                 kind,
                 "kill-compute",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -203,6 +211,7 @@ impl Host {
             .invoke(
                 kind,
                 "delete-snapshot",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -228,6 +237,7 @@ impl Host {
             .invoke(
                 kind,
                 "run-command-compute",
+                CallScope::Allocation(allocation.clone()),
                 budget,
                 Error::CommandUnconfirmed,
                 async |p, s| {
@@ -264,6 +274,12 @@ impl Host {
             .invoke(
                 kind,
                 "observe-batch",
+                CallScope::Batch(
+                    targets
+                        .iter()
+                        .map(|target| target.reference.clone())
+                        .collect(),
+                ),
                 budget,
                 Error::ObservationUnavailable,
                 async |p, s| {
@@ -289,6 +305,7 @@ impl Host {
             .invoke(
                 kind,
                 "discover-selection",
+                CallScope::Node,
                 budget,
                 Error::ObservationUnavailable,
                 async |p, s| {
@@ -312,6 +329,7 @@ impl Host {
             .invoke(
                 kind,
                 "verify-credential",
+                CallScope::Node,
                 budget,
                 Error::ObservationUnavailable,
                 async |p, s| {
@@ -337,6 +355,7 @@ impl Host {
             .invoke(
                 kind,
                 operation,
+                CallScope::Node,
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -366,6 +385,7 @@ impl Host {
             .invoke(
                 kind,
                 "resolve-change",
+                CallScope::Node,
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -390,6 +410,7 @@ impl Host {
             .invoke(
                 kind,
                 "equal",
+                CallScope::Node,
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -414,6 +435,7 @@ impl Host {
             .invoke(
                 kind,
                 "with-credential",
+                CallScope::Node,
                 budget,
                 Error::ComputeUnconfirmed,
                 async |p, s| {
@@ -436,6 +458,7 @@ impl Host {
             .invoke(
                 kind,
                 "discover-configuration",
+                CallScope::Node,
                 budget,
                 Error::ObservationUnavailable,
                 async |p, s| {

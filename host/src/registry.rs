@@ -129,6 +129,9 @@ pub struct NodeBinding {
     pub installation_id: String,
     /// Unix socket of the Docker Engine (never taken from `DOCKER_HOST`).
     pub docker_socket: Option<PathBuf>,
+    /// The container policy every container of the kind gets (kinds granted
+    /// Docker): the host's, never the component's.
+    pub container_policy: Option<crate::capability::docker::policy::ContainerPolicy>,
     /// The kind's native configuration, handed to the component as JSON.
     pub configuration: serde_json::Value,
     /// Vendor credential the HTTP capability may attach; never shown to the component.
@@ -269,7 +272,8 @@ pub fn validate_table(table: &[Registration]) -> Result<(), RegistrationError> {
     Ok(())
 }
 
-/// Checks what a node supplies for a registered kind, before connecting anywhere.
+/// Checks what a node supplies for a registered kind, before connecting
+/// anywhere: native bindings only for what the kind is granted.
 pub fn validate_node_binding(
     registration: &Registration,
     binding: &NodeBinding,
@@ -289,13 +293,40 @@ pub fn validate_node_binding(
     if !id_ok {
         return invalid("installation_id");
     }
-    match (&binding.docker_socket, registration.grants.docker) {
-        (Some(socket), true) if socket.is_absolute() => {}
-        (None, false) => {}
-        _ => return invalid("docker_socket"),
+    let granted = registration.grants.docker;
+    match &binding.docker_socket {
+        Some(socket) if !granted || !socket.is_absolute() => return invalid("docker_socket"),
+        _ => {}
+    }
+    if binding.container_policy.is_some() && !granted {
+        return invalid("container_policy");
     }
     if !binding.configuration.is_object() {
         return invalid("configuration");
+    }
+    Ok(())
+}
+
+/// Checks that a binding supplies every native capability the kind is
+/// granted, as connecting needs: a kind granted Docker needs the engine
+/// socket and the container policy.
+pub fn require_native(
+    registration: &Registration,
+    binding: &NodeBinding,
+) -> Result<(), RegistrationError> {
+    let missing = |field| {
+        Err(RegistrationError::InvalidField {
+            kind: registration.kind.clone(),
+            field,
+        })
+    };
+    if registration.grants.docker {
+        if binding.docker_socket.is_none() {
+            return missing("docker_socket");
+        }
+        if binding.container_policy.is_none() {
+            return missing("container_policy");
+        }
     }
     Ok(())
 }
@@ -309,6 +340,23 @@ mod tests {
             .into_iter()
             .find(|row| row.kind == "steerable")
             .expect("steerable row")
+    }
+
+    fn test_policy() -> crate::capability::docker::policy::ContainerPolicy {
+        let settings = crate::capability::docker::policy::PolicySettings {
+            image: format!("sha256:{}", "a".repeat(64)),
+            network: "none".into(),
+            seccomp_profile: "seccomp.json".into(),
+            cpus: 1.0,
+            memory_mib: 256,
+            pids_limit: 128,
+            nested_sandbox: false,
+        };
+        crate::capability::docker::policy::ContainerPolicy::new(
+            &settings,
+            r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into(),
+        )
+        .expect("valid policy")
     }
 
     fn field_error(registration: &Registration) -> Option<&'static str> {
@@ -500,6 +548,7 @@ mod tests {
         let good = NodeBinding {
             installation_id: "inst-1".into(),
             docker_socket: Some("/run/oac/docker.sock".into()),
+            container_policy: Some(test_policy()),
             configuration: serde_json::json!({}),
             credential: None,
             hook: None,
@@ -536,6 +585,13 @@ mod tests {
             ),
             (
                 NodeBinding {
+                    container_policy: None,
+                    ..good.clone()
+                },
+                "container_policy",
+            ),
+            (
+                NodeBinding {
                     configuration: serde_json::json!([1]),
                     ..good.clone()
                 },
@@ -543,13 +599,39 @@ mod tests {
             ),
         ];
         for (binding, field) in cases {
+            let refused = validate_node_binding(&registration, &binding)
+                .and_then(|()| require_native(&registration, &binding));
             assert_eq!(
-                validate_node_binding(&registration, &binding),
+                refused,
                 Err(RegistrationError::InvalidField {
                     kind: "steerable".into(),
                     field
                 })
             );
         }
+        let ungranted = Registration {
+            grants: Grants::default(),
+            ..registration.clone()
+        };
+        assert_eq!(
+            validate_node_binding(
+                &ungranted,
+                &NodeBinding {
+                    docker_socket: None,
+                    ..good.clone()
+                }
+            ),
+            Err(RegistrationError::InvalidField {
+                kind: "steerable".into(),
+                field: "container_policy"
+            }),
+            "a policy without the Docker grant"
+        );
+        let offline = NodeBinding {
+            docker_socket: None,
+            container_policy: None,
+            ..good
+        };
+        assert_eq!(validate_node_binding(&registration, &offline), Ok(()));
     }
 }

@@ -3,6 +3,7 @@
 //! A store lives for exactly one operation.
 
 use crate::capability::SharedCapabilities;
+use crate::capability::scope::CallScope;
 use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
@@ -14,13 +15,15 @@ pub struct CallState {
     table: ResourceTable,
     pub(crate) limits: CallLimits,
     pub(crate) deadline: Instant,
+    pub(crate) scope: CallScope,
     pub(crate) capabilities: SharedCapabilities,
 }
 
 impl CallState {
-    /// State for one call that must end by `deadline`.
+    /// State for one call serving `scope` that must end by `deadline`.
     pub fn new(
         capabilities: SharedCapabilities,
+        scope: CallScope,
         deadline: Instant,
         max_memory_bytes: usize,
     ) -> Self {
@@ -38,6 +41,7 @@ impl CallState {
                 exhausted: false,
             },
             deadline,
+            scope,
             capabilities,
         }
     }

@@ -103,9 +103,28 @@ fn a_missing_plugin_directory_is_reported_not_panicked() {
 
 mod support;
 
+/// Writes a container policy file (and its seccomp profile) into `dir`.
+fn policy_file(dir: &std::path::Path) -> String {
+    let seccomp = dir.join("seccomp.json");
+    std::fs::write(&seccomp, support::SMALL_SECCOMP).expect("seccomp");
+    let policy = dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "image = \"{}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
+            support::NO_IMAGE,
+            seccomp.display()
+        ),
+    )
+    .expect("policy");
+    policy.display().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bollard_never_logs_request_bodies_whatever_rust_log_asks() {
+async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
     let engine = support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = policy_file(dir.path());
     let socket = engine.socket.to_string_lossy().into_owned();
     let plugins = plugins();
     let output = tokio::task::spawn_blocking(move || {
@@ -118,25 +137,47 @@ async fn bollard_never_logs_request_bodies_whatever_rust_log_asks() {
                 "t/e/a",
                 "--plugins",
                 &plugins,
+                "--container-policy",
+                &policy,
             ])
             .args([
                 "--docker-socket",
                 &socket,
                 "--configuration",
-                r#"steerable={"action":"volume-inspect"}"#,
+                r#"steerable={"action":"container-create","env":["BODY_CANARY=5e1f0c"]}"#,
             ])
-            .env("RUST_LOG", "bollard=trace")
+            .env("RUST_LOG", "trace")
             .output()
             .expect("run sandbox-host")
     })
     .await
     .expect("join");
-    assert!(
-        !engine.recorded().is_empty(),
-        "the call reached the engine through bollard"
+    assert_eq!(
+        engine.recorded(),
+        vec!["POST /containers/create".to_string()],
+        "the body reached the engine"
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("bollard"), "bollard logged: {stderr}");
+    assert!(
+        !stderr.contains("5e1f0c"),
+        "a request body was logged: {stderr}"
+    );
+}
+
+#[test]
+fn commands_that_reach_the_engine_need_a_container_policy() {
+    let output = host(&[
+        "call",
+        "steerable",
+        "get-info",
+        "--reference",
+        "t/e/a",
+        "--plugins",
+        &plugins(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("container_policy"), "{stderr}");
 }
 
 /// Writes a node configuration serving the steerable kind against `engine`.
@@ -147,6 +188,8 @@ fn node_files(dir: &std::path::Path, engine: &std::path::Path) -> (String, Strin
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let socket = dir.join("node.sock");
     let config = dir.join("node.toml");
+    let seccomp = dir.join("seccomp.json");
+    std::fs::write(&seccomp, support::SMALL_SECCOMP).expect("seccomp");
     std::fs::write(
         &config,
         format!(
@@ -158,6 +201,12 @@ plugins = "{plugins}"
 unix = "{socket}"
 [kinds.steerable]
 docker_socket = "{engine}"
+[kinds.steerable.container_policy]
+image = "{image}"
+network = "none"
+seccomp_profile = "{seccomp}"
+cpus = 1.0
+memory_mib = 256
 [kinds.steerable.configuration]
 action = "none"
 "#,
@@ -165,6 +214,8 @@ action = "none"
             plugins = plugins(),
             socket = socket.display(),
             engine = engine.display(),
+            image = support::NO_IMAGE,
+            seccomp = seccomp.display(),
         ),
     )
     .expect("config");

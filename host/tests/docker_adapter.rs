@@ -60,14 +60,23 @@ async fn adapter(socket: &Path, installation: &str) -> Host {
 
 async fn adapter_with(socket: &Path, installation: &str, nested_sandbox: bool) -> Host {
     let engine = direct(socket);
-    let configuration = json!({
-        "image": image(&engine).await,
-        "network": "none",
-        "seccomp_profile": seccomp_profile(),
-        "extra_hosts": ["core.internal:10.0.0.1"],
-        "nested_sandbox": nested_sandbox,
-        "resources": { "cpus": 0.5, "memory_mib": 256 }
-    });
+    let policy = policy_with(&image(&engine).await, &seccomp_profile(), nested_sandbox);
+    load_docker(
+        socket,
+        installation,
+        policy,
+        json!({ "extra_hosts": ["core.internal:10.0.0.1"] }),
+    )
+    .await
+}
+
+/// The builtin docker kind under `policy`, with the adapter's `configuration`.
+async fn load_docker(
+    socket: &Path,
+    installation: &str,
+    policy: sandbox_host::capability::docker::policy::ContainerPolicy,
+    configuration: serde_json::Value,
+) -> Host {
     let mut row = registry::builtin()
         .into_iter()
         .find(|row| row.kind == "docker")
@@ -79,6 +88,7 @@ async fn adapter_with(socket: &Path, installation: &str, nested_sandbox: bool) -
     let binding = NodeBinding {
         installation_id: installation.into(),
         docker_socket: Some(socket.to_path_buf()),
+        container_policy: Some(policy),
         configuration,
         credential: None,
         hook: None,
@@ -697,57 +707,24 @@ async fn the_probe_reports_readiness_and_a_missing_image() {
         Ok(vec![]),
         "engine, API, limits and image are ready"
     );
-    let mut row = registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "docker")
-        .expect("docker kind");
-    row.policy = Policy {
-        default_budget_ms: 60_000,
-        ..row.policy
-    };
-    let configuration = json!({
-        "image": format!("sha256:{}", "0".repeat(64)),
-        "network": "none",
-        "seccomp_profile": "{}",
-        "resources": { "cpus": 1, "memory_mib": 64 }
-    });
-    let binding = NodeBinding {
-        installation_id: INSTALLATION.into(),
-        docker_socket: Some(socket.clone()),
-        configuration,
-        credential: None,
-        hook: None,
-    };
-    let missing = Host::load(
-        runtime(),
-        &[row.clone()],
-        &plugin_dir(),
-        &BTreeMap::from([("docker".to_string(), binding.clone())]),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("loads");
+    let absent_image = policy_with(&format!("sha256:{}", "0".repeat(64)), SMALL_SECCOMP, false);
+    let missing = load_docker(&socket, INSTALLATION, absent_image.clone(), json!({})).await;
     use sandbox_host::bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
     assert_eq!(
         missing.probe("docker", budget()).await,
         Ok(vec![Diagnostic::ImageUnavailable])
     );
-    let broken = NodeBinding {
-        configuration: json!({ "image": "busybox" }),
-        ..binding
-    };
-    let broken = Host::load(
-        runtime(),
-        &[row],
-        &plugin_dir(),
-        &BTreeMap::from([("docker".to_string(), broken)]),
-        Connect::Capabilities,
+    let broken = load_docker(
+        &socket,
+        INSTALLATION,
+        absent_image,
+        json!({ "image": "busybox" }),
     )
-    .await
-    .expect("loads");
+    .await;
     assert_eq!(
         broken.probe("docker", budget()).await,
-        Ok(vec![Diagnostic::ConfigurationInvalid])
+        Ok(vec![Diagnostic::ConfigurationInvalid]),
+        "the adapter's configuration has no image: isolation is the host's"
     );
 }
 
@@ -818,6 +795,11 @@ async fn drift_blocks_readiness_and_never_triggers_cleanup() {
         .await
         .expect("renew observes");
     assert!(!renewed.bootstrap_complete);
+    assert_eq!(
+        run(&host, &reference, &["true"], None).await,
+        Err(Error::Invalid),
+        "the host never execs into a container that does not carry the policy"
+    );
     assert!(
         engine.inspect_container(&id, None).await.is_ok(),
         "nothing removed"

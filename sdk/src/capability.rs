@@ -29,53 +29,44 @@ pub mod http {
     }
 }
 
-/// The Docker Engine subset.
+/// The Docker Engine subset. The host owns every container's isolation
+/// (user, capabilities, seccomp, read-only root, masks, network, image,
+/// limits): a spec carries only the adapter's own decisions, and the host
+/// labels and checks every resource for the call's allocation.
 pub mod docker {
     pub use crate::__bindings::oac::sandbox_provider::docker::*;
 
     impl ContainerSpec {
-        /// A spec with nothing granted: no mounts, capabilities, devices or
-        /// namespaces shared, and no limits. Set fields to build on it.
-        pub fn new(name: impl Into<String>, image: impl Into<String>) -> Self {
+        /// A container named `name` that runs the image's default command,
+        /// with no environment, mounts or extra hosts. Set fields to build on it.
+        pub fn new(name: impl Into<String>) -> Self {
             ContainerSpec {
                 name: name.into(),
-                image: image.into(),
-                labels: Vec::new(),
                 cmd: Vec::new(),
                 env: Vec::new(),
-                user: None,
                 working_dir: None,
-                read_only_rootfs: false,
-                cap_drop: Vec::new(),
-                cap_add: Vec::new(),
-                security_opt: Vec::new(),
-                privileged: false,
-                devices: Vec::new(),
-                network_mode: None,
-                pid_mode: None,
-                ipc_mode: None,
-                extra_hosts: Vec::new(),
-                nano_cpus: 0,
-                memory_bytes: 0,
-                pids_limit: 0,
-                tmpfs: Vec::new(),
                 mounts: Vec::new(),
-                masked_paths: None,
-                readonly_paths: None,
-                init: false,
+                extra_hosts: Vec::new(),
             }
         }
     }
 
-    impl Mount {
-        /// A named volume mounted read-write at `target`.
-        pub fn volume(source: impl Into<String>, target: impl Into<String>) -> Self {
-            Mount {
-                kind: MountKind::Volume,
-                source: source.into(),
+    impl VolumeMount {
+        /// The root of `volume` mounted read-write at `target`.
+        pub fn new(volume: impl Into<String>, target: impl Into<String>) -> Self {
+            VolumeMount {
+                volume: volume.into(),
                 target: target.into(),
-                read_only: false,
                 subpath: None,
+                read_only: false,
+            }
+        }
+
+        /// Mounts the subdirectory `subpath` of the volume instead of its root.
+        pub fn subpath(self, subpath: impl Into<String>) -> Self {
+            VolumeMount {
+                subpath: Some(subpath.into()),
+                ..self
             }
         }
     }

@@ -17,7 +17,6 @@
 mod adapter;
 pub mod capability;
 pub mod declaration;
-pub mod labels;
 
 /// Generated bindings. Not part of the public API: use the re-exports.
 #[doc(hidden)]
@@ -83,7 +82,6 @@ pub mod prelude {
         CHECKPOINT_OPERATIONS, OPTIONAL_OPERATIONS, READINESS_OPERATIONS, REQUIRED_OPERATIONS,
         Unsupported, supported, unsupported,
     };
-    pub use crate::labels;
     pub use crate::traits::*;
     pub use crate::types::*;
 }

@@ -9,6 +9,7 @@ use crate::report::Level;
 use sandbox_host::bindings::oac::sandbox_provider::types::{
     Compute, Error, ResumeRequest, SnapshotIdentity, SuspendRequest, Target,
 };
+use sandbox_host::capability::scope::CallScope;
 use sandbox_host::declaration::Decision;
 use sandbox_host::host::CallError;
 
@@ -36,8 +37,27 @@ async fn call(h: &Harness, operation: &str) -> Result<Option<Error>, CallError> 
     };
     let (r, c, b) = (&reference, &compute, h.budget());
     let error = |result: Result<(), Error>| result.err();
+    // Each operation runs with the scope the host gives it in production.
+    let node_level = matches!(
+        operation,
+        "discover-selection"
+            | "verify-credential"
+            | "decode-input"
+            | "encode"
+            | "decode"
+            | "normalize"
+            | "resolve-change"
+            | "equal"
+            | "with-credential"
+            | "discover-configuration"
+    );
+    let scope = if node_level {
+        CallScope::Node
+    } else {
+        CallScope::Allocation(reference.clone())
+    };
     h.host
-        .call_raw(KIND, b, async |p, s| {
+        .call_raw(KIND, scope, b, async |p, s| {
             let checkpoint = p.oac_sandbox_provider_checkpoint_provider();
             let configuration = p.oac_sandbox_provider_configuration_adapter();
             Ok(match operation {

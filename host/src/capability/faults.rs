@@ -13,8 +13,12 @@ pub struct NativeRequest {
     pub capability: &'static str,
     /// What the request does, e.g. `container-create`, `volume-remove`.
     pub action: &'static str,
-    /// The resource it names (container, volume, image), or empty.
+    /// The resource it names (container id or name, volume, image), or empty.
     pub target: String,
+    /// The host sends this on its own account, not as part of what the
+    /// component asked for: the removal of a container it just created
+    /// that failed verification against the container policy.
+    pub host_cleanup: bool,
 }
 
 impl fmt::Display for NativeRequest {

@@ -39,65 +39,56 @@ impl http::Host for CallState {
 }
 
 impl CallState {
-    /// The Docker broker, after showing the hook which function the
-    /// component called on which resource (before any policy decision).
+    /// The Docker broker bound to this call's allocations and deadline,
+    /// after showing the hook which function the component called on which
+    /// resource (before any policy decision).
     fn docker(
         &self,
         function: &'static str,
         target: &str,
-    ) -> Result<&crate::capability::docker::DockerBroker, docker::DockerError> {
+    ) -> Result<crate::capability::docker::DockerCall<'_>, docker::DockerError> {
         let broker = self
             .capabilities
             .docker
             .as_ref()
             .ok_or(docker::DockerError::Denied)?;
         broker.note_call(function, target);
-        Ok(broker)
+        Ok(broker.call(&self.scope, self.deadline))
     }
 }
 
 impl docker::Host for CallState {
     async fn version(&mut self) -> Result<docker::EngineVersion, docker::DockerError> {
-        self.docker("version", "")?.version(self.deadline).await
+        self.docker("version", "")?.version().await
     }
     async fn info(&mut self) -> Result<docker::EngineInfo, docker::DockerError> {
-        self.docker("info", "")?.info(self.deadline).await
+        self.docker("info", "")?.info().await
     }
-    async fn image_inspect(
-        &mut self,
-        image: String,
-    ) -> Result<docker::ImageSummary, docker::DockerError> {
-        self.docker("image-inspect", &image)?
-            .image_inspect(&image, self.deadline)
-            .await
+    async fn runtime_image(&mut self) -> Result<docker::ImageSummary, docker::DockerError> {
+        self.docker("runtime-image", "")?.runtime_image().await
     }
     async fn container_inspect(
         &mut self,
         container: String,
     ) -> Result<docker::ContainerSummary, docker::DockerError> {
         self.docker("container-inspect", &container)?
-            .container_inspect(&container, self.deadline)
+            .container_inspect(&container)
             .await
     }
-    async fn container_list(
-        &mut self,
-        labels: Vec<docker::Label>,
-    ) -> Result<Vec<String>, docker::DockerError> {
-        self.docker("container-list", "")?
-            .container_list(&labels, self.deadline)
-            .await
+    async fn container_list(&mut self) -> Result<Vec<String>, docker::DockerError> {
+        self.docker("container-list", "")?.container_list().await
     }
     async fn container_create(
         &mut self,
         spec: docker::ContainerSpec,
     ) -> Result<String, docker::DockerError> {
         self.docker("container-create", &spec.name)?
-            .container_create(&spec, self.deadline)
+            .container_create(&spec)
             .await
     }
     async fn container_start(&mut self, container: String) -> Result<(), docker::DockerError> {
         self.docker("container-start", &container)?
-            .container_start(&container, self.deadline)
+            .container_start(&container)
             .await
     }
     async fn container_remove(
@@ -106,7 +97,7 @@ impl docker::Host for CallState {
         force: bool,
     ) -> Result<(), docker::DockerError> {
         self.docker("container-remove", &container)?
-            .container_remove(&container, force, self.deadline)
+            .container_remove(&container, force)
             .await
     }
     async fn container_stats(
@@ -114,37 +105,25 @@ impl docker::Host for CallState {
         container: String,
     ) -> Result<docker::StatsReading, docker::DockerError> {
         self.docker("container-stats", &container)?
-            .container_stats(&container, self.deadline)
+            .container_stats(&container)
             .await
     }
-    async fn volume_inspect(
-        &mut self,
-        volume: String,
-    ) -> Result<docker::VolumeSummary, docker::DockerError> {
+    async fn volume_inspect(&mut self, volume: String) -> Result<(), docker::DockerError> {
         self.docker("volume-inspect", &volume)?
-            .volume_inspect(&volume, self.deadline)
+            .volume_inspect(&volume)
             .await
     }
-    async fn volume_list(
-        &mut self,
-        labels: Vec<docker::Label>,
-    ) -> Result<Vec<String>, docker::DockerError> {
-        self.docker("volume-list", "")?
-            .volume_list(&labels, self.deadline)
-            .await
+    async fn volume_list(&mut self) -> Result<Vec<String>, docker::DockerError> {
+        self.docker("volume-list", "")?.volume_list().await
     }
-    async fn volume_create(
-        &mut self,
-        volume: String,
-        labels: Vec<docker::Label>,
-    ) -> Result<docker::VolumeSummary, docker::DockerError> {
+    async fn volume_create(&mut self, volume: String) -> Result<(), docker::DockerError> {
         self.docker("volume-create", &volume)?
-            .volume_create(&volume, &labels, self.deadline)
+            .volume_create(&volume)
             .await
     }
     async fn volume_remove(&mut self, volume: String) -> Result<(), docker::DockerError> {
         self.docker("volume-remove", &volume)?
-            .volume_remove(&volume, self.deadline)
+            .volume_remove(&volume)
             .await
     }
     async fn archive_upload(
@@ -154,7 +133,7 @@ impl docker::Host for CallState {
         archive: Vec<u8>,
     ) -> Result<(), docker::DockerError> {
         self.docker("archive-upload", &container)?
-            .archive_upload(&container, &path, archive, self.deadline)
+            .archive_upload(&container, &path, &archive)
             .await
     }
     async fn exec(
@@ -163,7 +142,7 @@ impl docker::Host for CallState {
         spec: docker::ExecSpec,
     ) -> Result<docker::ExecOutput, docker::DockerError> {
         self.docker("exec", &container)?
-            .exec(&container, spec, self.deadline)
+            .exec(&container, &spec)
             .await
     }
 }

@@ -7,6 +7,7 @@ pub mod faults;
 pub mod http;
 mod linking;
 pub mod log;
+pub mod scope;
 
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ pub struct Capabilities {
     pub kind: String,
     /// The installation id given to the component and used in ownership checks.
     pub installation_id: String,
-    /// The kind's native configuration as JSON text.
+    /// The kind's native configuration as JSON text (the component's own;
+    /// the container policy is the Docker broker's).
     pub configuration: String,
     /// The Docker broker, when granted.
     pub docker: Option<docker::DockerBroker>,

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, missing_docs)]
 
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
 use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
 use std::collections::BTreeMap;
@@ -58,10 +59,35 @@ pub fn steerable(kind: &str) -> Registration {
     }
 }
 
-/// A node binding steering the component with `configuration`.
+/// The image of [`policy`] when a test runs no container.
+pub const NO_IMAGE: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000001";
+/// A deny-by-default seccomp profile, for engines that never apply it.
+pub const SMALL_SECCOMP: &str = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]}"#;
+
+/// A container policy for `image` with `seccomp` (0.5 CPU, 256 MiB, 128
+/// processes, no network), optionally for nested sandboxes.
+pub fn policy_with(image: &str, seccomp: &str, nested_sandbox: bool) -> ContainerPolicy {
+    let settings = PolicySettings {
+        image: image.into(),
+        network: "none".into(),
+        seccomp_profile: PathBuf::new(),
+        cpus: 0.5,
+        memory_mib: 256,
+        pids_limit: 128,
+        nested_sandbox,
+    };
+    ContainerPolicy::new(&settings, seccomp.into()).expect("a valid test policy")
+}
+
+/// A node binding steering the component with `configuration`; with a
+/// socket, under a policy whose image need not exist.
 pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
     NodeBinding {
         installation_id: INSTALLATION.into(),
+        container_policy: socket
+            .is_some()
+            .then(|| policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
         docker_socket: socket,
         configuration,
         credential: None,

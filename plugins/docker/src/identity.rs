@@ -1,8 +1,7 @@
-//! Names and labels of an allocation's three resources. Names are derived
-//! from a hash, so a collision is possible only by design of an attacker;
-//! ownership is therefore always decided by the labels, never by the name.
+//! Names of an allocation's three resources. Names are derived from a hash,
+//! so a collision is possible only by design of an attacker; ownership is
+//! decided by the labels the host puts on and checks, never by the name.
 
-use oac_provider_sdk::labels;
 use oac_provider_sdk::types::Reference;
 use sha2::{Digest, Sha256};
 
@@ -15,8 +14,6 @@ pub struct Identity {
     pub home: String,
     /// Volume mounted at /environment (and its `workspace` at /workspace).
     pub environment: String,
-    /// The four ownership labels.
-    pub labels: Vec<(String, String)>,
 }
 
 impl Identity {
@@ -37,7 +34,6 @@ impl Identity {
         Identity {
             home: format!("{container}-home"),
             environment: format!("{container}-environment"),
-            labels: labels::ownership(installation, allocation),
             container,
         }
     }

@@ -1,7 +1,8 @@
 //! The Docker sandbox provider (`nodes` mode). Each allocation is one
-//! hardened container plus two volumes, all carrying the four ownership
-//! labels. Every operation observes before it acts, checks ownership of
-//! every resource before touching any, and never replays a request.
+//! container plus two volumes. The host owns the container's isolation and
+//! labels every resource for the allocation; the adapter decides names,
+//! command, mounts and the bootstrap, observes before it acts, and never
+//! replays a request.
 
 mod archive;
 mod config;

@@ -1,5 +1,6 @@
-//! Every operation of the Docker provider: observe before acting, check
-//! ownership of every resource before touching any, never replay.
+//! Every operation of the Docker provider: observe before acting, act on
+//! the ids observations return, never replay. The host checks ownership of
+//! every resource and owns every container's isolation.
 
 use crate::config::NodeConfiguration;
 use crate::identity::Identity;
@@ -24,26 +25,18 @@ const NO_DISCOVERY: Unsupported = Unsupported::new(
     "node_configuration_has_no_catalog",
 );
 
-/// Everything one call needs: the node configuration and the allocation's names.
+/// Everything one call needs: the configuration and the allocation's names.
 struct Call {
     configuration: NodeConfiguration,
     identity: Identity,
-    installation: String,
 }
 
 impl Call {
     fn new(allocation: &Reference) -> Result<Self, Error> {
-        let configuration = NodeConfiguration::parse(&context::configuration())?;
-        let installation = context::installation_id();
         Ok(Call {
-            identity: Identity::of(&installation, allocation),
-            configuration,
-            installation,
+            configuration: NodeConfiguration::parse(&context::configuration())?,
+            identity: Identity::of(&context::installation_id(), allocation),
         })
-    }
-
-    fn owns(&self, labels: &[(String, String)], allocation: &Reference) -> bool {
-        labels::is_owned(labels, &self.installation, allocation)
     }
 }
 
@@ -57,41 +50,25 @@ fn unconfirmed(_: DockerError) -> Error {
     Error::ComputeUnconfirmed
 }
 
-fn observe_container(
-    call: &Call,
-    allocation: &Reference,
-) -> Result<Found<ContainerSummary>, Error> {
-    match docker::container_inspect(&call.identity.container) {
-        Ok(found) if call.owns(&found.labels, allocation) => Ok(Found::Owned(found)),
-        Ok(_) => Err(Error::Ownership),
+/// An observation: absent, this allocation's, or (`ownership`) someone else's.
+fn observed<T>(answer: Result<T, DockerError>) -> Result<Found<T>, Error> {
+    match answer {
+        Ok(found) => Ok(Found::Owned(found)),
         Err(DockerError::NotFound) => Ok(Found::Absent),
+        Err(DockerError::Ownership) => Err(Error::Ownership),
         Err(error) => Err(unconfirmed(error)),
     }
 }
 
-fn observe_volume(call: &Call, allocation: &Reference, volume: &str) -> Result<Found<()>, Error> {
-    match docker::volume_inspect(volume) {
-        Ok(found) if call.owns(&found.labels, allocation) => Ok(Found::Owned(())),
-        Ok(_) => Err(Error::Ownership),
-        Err(DockerError::NotFound) => Ok(Found::Absent),
-        Err(error) => Err(unconfirmed(error)),
-    }
+fn observe_container(call: &Call) -> Result<Found<ContainerSummary>, Error> {
+    observed(docker::container_inspect(&call.identity.container))
 }
 
-/// True when the container runs exactly the configured image and limits.
-fn matches_configuration(call: &Call, container: &ContainerSummary) -> bool {
-    let configured = &call.configuration.image;
-    let image_ok = if configured.starts_with("sha256:") {
-        container.image_id == *configured
-    } else {
-        container.image == *configured
-    };
-    image_ok
-        && container.nano_cpus == call.configuration.nano_cpus()
-        && container.memory_bytes == call.configuration.memory_bytes()
+fn observe_volume(volume: &str) -> Result<Found<()>, Error> {
+    observed(docker::volume_inspect(volume))
 }
 
-fn info_of(call: &Call, allocation: Reference, container: &ContainerSummary) -> Info {
+fn info_of(allocation: Reference, container: &ContainerSummary) -> Info {
     let state = match container.status {
         ContainerStatus::Running | ContainerStatus::Paused | ContainerStatus::Restarting => {
             LifecycleState::Running
@@ -102,9 +79,9 @@ fn info_of(call: &Call, allocation: Reference, container: &ContainerSummary) -> 
     Info {
         reference: allocation,
         provider_id: Some(container.id.clone()),
-        // Drift in image or limits blocks readiness; it never triggers cleanup.
-        bootstrap_complete: container.status == ContainerStatus::Running
-            && matches_configuration(call, container),
+        // A container that no longer carries the node's policy (drift in
+        // image or limits) blocks readiness; it never triggers cleanup.
+        bootstrap_complete: container.status == ContainerStatus::Running && container.conforms,
         state,
         create_settled: true,
     }
@@ -124,73 +101,48 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
     let allocation = request.reference.clone();
     let call = Call::new(&allocation)?;
     let identity = &call.identity;
-    if let Found::Owned(existing) = observe_container(&call, &allocation)? {
+    if let Found::Owned(existing) = observe_container(&call)? {
         return Err(Failure {
             error: Error::Exists,
-            info: Some(info_of(&call, allocation, &existing)),
+            info: Some(info_of(allocation, &existing)),
         });
     }
     for volume in [&identity.home, &identity.environment] {
-        if let Found::Owned(()) = observe_volume(&call, &allocation, volume)? {
+        if let Found::Owned(()) = observe_volume(volume)? {
             // Retained volumes without a container: never reuse or clean up silently.
             return Err(Error::Exists.into());
         }
     }
-    for volume in [&identity.home, &identity.environment] {
-        docker::volume_create(volume, &identity.labels).map_err(|error| match error {
-            DockerError::Conflict => Error::Exists,
-            other => unconfirmed(other),
-        })?;
-    }
-    let id = docker::container_create(&spec::container_spec(identity, &call.configuration))
-        .map_err(|error| match error {
-            DockerError::Conflict => Error::Exists,
-            other => unconfirmed(other),
-        })?;
-    let created = docker::container_inspect(&identity.container).map_err(unconfirmed)?;
-    if !call.owns(&created.labels, &allocation) {
-        // Not the container just created: the credential never goes into it.
-        return Err(Error::Ownership.into());
-    }
-    let pending = Info {
-        reference: allocation.clone(),
-        provider_id: Some(id.clone()),
-        state: LifecycleState::Pending,
-        bootstrap_complete: false,
-        create_settled: true,
+    let refused = |error| match error {
+        DockerError::Conflict => Error::Exists,
+        DockerError::Ownership => Error::Ownership,
+        other => unconfirmed(other),
     };
-    if created.id != id || !matches_configuration(&call, &created) {
-        // Settled: the container exists but is not what was asked for.
-        return Err(Failure {
-            error: Error::Invalid,
-            info: Some(pending),
-        });
+    for volume in [&identity.home, &identity.environment] {
+        docker::volume_create(volume).map_err(refused)?;
     }
+    let hosts = call.configuration.hosts()?;
+    // The host creates it under the node's policy and verifies it before
+    // answering; every follow-up names the id it answered.
+    let id = docker::container_create(&spec::container_spec(identity, hosts)).map_err(refused)?;
     let record = archive::bootstrap_record(&request);
-    docker::archive_upload(
-        &identity.container,
-        "/home",
-        &archive::home_archive(&record),
-    )
-    .map_err(unconfirmed)?;
-    docker::archive_upload(
-        &identity.container,
-        "/environment",
-        &archive::environment_archive(),
-    )
-    .map_err(unconfirmed)?;
-    docker::container_start(&identity.container).map_err(unconfirmed)?;
+    docker::archive_upload(&id, "/home", &archive::home_archive(&record)).map_err(unconfirmed)?;
+    docker::archive_upload(&id, "/environment", &archive::environment_archive())
+        .map_err(unconfirmed)?;
+    docker::container_start(&id).map_err(unconfirmed)?;
     Ok(Info {
+        reference: allocation,
+        provider_id: Some(id),
         state: LifecycleState::Running,
         bootstrap_complete: true,
-        ..pending
+        create_settled: true,
     })
 }
 
 fn get_info(allocation: Reference) -> Result<Info, Error> {
     let call = Call::new(&allocation)?;
-    match observe_container(&call, &allocation)? {
-        Found::Owned(container) => Ok(info_of(&call, allocation, &container)),
+    match observe_container(&call)? {
+        Found::Owned(container) => Ok(info_of(allocation, &container)),
         Found::Absent => Err(Error::NotFound),
     }
 }
@@ -199,11 +151,11 @@ fn kill(allocation: Reference) -> Result<Info, Failure> {
     let call = Call::new(&allocation)?;
     let identity = &call.identity;
     // Every ownership check comes before any deletion.
-    let container = observe_container(&call, &allocation)?;
-    let home = observe_volume(&call, &allocation, &identity.home)?;
-    let environment = observe_volume(&call, &allocation, &identity.environment)?;
-    if let Found::Owned(_) = container {
-        match docker::container_remove(&identity.container, true) {
+    let container = observe_container(&call)?;
+    let home = observe_volume(&identity.home)?;
+    let environment = observe_volume(&identity.environment)?;
+    if let Found::Owned(container) = container {
+        match docker::container_remove(&container.id, true) {
             Ok(()) | Err(DockerError::NotFound) => {}
             Err(error) => return Err(unconfirmed(error).into()),
         }
@@ -217,15 +169,9 @@ fn kill(allocation: Reference) -> Result<Info, Failure> {
         }
     }
     // Confirm: all three must now be absent.
-    let gone = matches!(observe_container(&call, &allocation)?, Found::Absent)
-        && matches!(
-            observe_volume(&call, &allocation, &identity.home)?,
-            Found::Absent
-        )
-        && matches!(
-            observe_volume(&call, &allocation, &identity.environment)?,
-            Found::Absent
-        );
+    let gone = matches!(observe_container(&call)?, Found::Absent)
+        && matches!(observe_volume(&identity.home)?, Found::Absent)
+        && matches!(observe_volume(&identity.environment)?, Found::Absent);
     if gone {
         Ok(absent(allocation))
     } else {
@@ -235,7 +181,7 @@ fn kill(allocation: Reference) -> Result<Info, Failure> {
 
 fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
     let call = Call::new(&allocation)?;
-    let container = match observe_container(&call, &allocation)? {
+    let container = match observe_container(&call)? {
         Found::Owned(container) => container,
         Found::Absent => return Err(Error::NotFound),
     };
@@ -244,7 +190,6 @@ fn run_command(allocation: Reference, request: Command) -> Result<CommandResult,
     }
     let spec = ExecSpec {
         args: request.args,
-        user: Some(spec::RUNTIME_USER.into()),
         working_dir: Some(
             request
                 .directory
@@ -253,7 +198,7 @@ fn run_command(allocation: Reference, request: Command) -> Result<CommandResult,
         stdin: request.stdin,
         output_limit_bytes: oac_provider_sdk::bounds::MAX_OUTPUT_BYTES,
     };
-    let output = docker::exec(&call.identity.container, &spec).map_err(|error| match error {
+    let output = docker::exec(&container.id, &spec).map_err(|error| match error {
         DockerError::Invalid => Error::Invalid,
         DockerError::NotFound => Error::NotFound,
         DockerError::Ownership => Error::Ownership,
@@ -271,7 +216,7 @@ fn run_command(allocation: Reference, request: Command) -> Result<CommandResult,
 
 fn observe(of: Target) -> Result<Sample, Error> {
     let call = Call::new(&of.reference)?;
-    let container = match observe_container(&call, &of.reference) {
+    let container = match observe_container(&call) {
         Ok(Found::Owned(container)) => container,
         Ok(Found::Absent) => return Err(Error::NotFound),
         Err(Error::ComputeUnconfirmed) => return Err(Error::ObservationUnavailable),
@@ -287,8 +232,8 @@ fn observe(of: Target) -> Result<Sample, Error> {
     if container.status != ContainerStatus::Running {
         return Err(Error::RuntimeNotRunning);
     }
-    let stats = docker::container_stats(&call.identity.container)
-        .map_err(|_| Error::ObservationUnavailable)?;
+    let stats =
+        docker::container_stats(&container.id).map_err(|_| Error::ObservationUnavailable)?;
     Ok(Sample {
         cpu_seconds: stats.cpu_total_ns as f64 / 1e9,
         memory_bytes: stats.memory_usage_bytes,
@@ -425,19 +370,11 @@ fn api_at_least_1_45(version: &str) -> bool {
     matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (1, 45))
 }
 
-fn image_matches(configured: &str, image: &docker::ImageSummary) -> bool {
-    if configured.starts_with("sha256:") {
-        image.id == configured
-    } else {
-        image.repo_digests.iter().any(|digest| digest == configured)
-    }
-}
-
-/// Engine reachable, API ≥ 1.45, limits enforced, image present.
+/// Engine reachable, API ≥ 1.45, limits enforced, runtime image present.
 fn probe() -> Vec<Diagnostic> {
-    let Ok(configuration) = NodeConfiguration::parse(&context::configuration()) else {
+    if NodeConfiguration::parse(&context::configuration()).is_err() {
         return vec![Diagnostic::ConfigurationInvalid];
-    };
+    }
     let Ok(version) = docker::version() else {
         return vec![Diagnostic::ProviderUnavailable];
     };
@@ -450,9 +387,9 @@ fn probe() -> Vec<Diagnostic> {
         Ok(_) => found.push(Diagnostic::LimitsUnsupported),
         Err(_) => return vec![Diagnostic::ProviderUnavailable],
     }
-    match docker::image_inspect(&configuration.image) {
-        Ok(image) if image_matches(&configuration.image, &image) => {}
-        Ok(_) | Err(DockerError::NotFound) => found.push(Diagnostic::ImageUnavailable),
+    match docker::runtime_image() {
+        Ok(_) => {}
+        Err(DockerError::NotFound) => found.push(Diagnostic::ImageUnavailable),
         Err(_) => return vec![Diagnostic::ProviderUnavailable],
     }
     found

@@ -1,8 +1,16 @@
-//! A provider component for the host's own tests. Its configuration (JSON,
-//! from the registry) steers which declaration it makes and what its
-//! `create`/`get-info` do, so the host's rules are tested against real Wasm:
+//! A provider component for the host's own tests, hostile on demand. Its
+//! configuration (JSON, from the registry) steers which declaration it makes
+//! and what its `create`/`get-info` do, so the host's rules are tested
+//! against real Wasm:
 //!
 //! `{"declaration": "valid", "action": "volume-create", "volume": "name", "url": "..."}`
+//!
+//! Docker actions call one capability function with the steered arguments
+//! (`container`, `volume`, `args`, `env`, `mounts`, `hosts`, `working_dir`,
+//! `path`, `archive`) and answer its result as the provider id: a component
+//! that asks for whatever the contract lets it ask, so the tests can show
+//! the host refuses what it must. `run` creates a container, starts it and
+//! execs `args` in it, answering the command's stdout.
 //!
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
 //! code; `failure-*` make `create` fail with `exists` and an attached info
@@ -23,7 +31,25 @@ struct Steering {
     declaration: String,
     action: String,
     volume: Option<String>,
+    container: Option<String>,
     url: Option<String>,
+    args: Vec<String>,
+    cmd: Vec<String>,
+    env: Vec<String>,
+    mounts: Vec<SteeredMount>,
+    hosts: Vec<(String, String)>,
+    working_dir: Option<String>,
+    path: String,
+    archive: Vec<u8>,
+}
+
+/// One volume mount of a steered container spec.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SteeredMount {
+    volume: String,
+    target: String,
+    subpath: Option<String>,
 }
 
 fn steering() -> Steering {
@@ -142,25 +168,107 @@ fn from_docker(error: docker::DockerError) -> Error {
     }
 }
 
-/// A container spec that passes the isolation floor, to be spoiled by one field.
-fn owned_spec(allocation: &Reference) -> docker::ContainerSpec {
-    let mut spec = docker::ContainerSpec::new("oac-steerable", "busybox");
-    spec.labels = labels::ownership(&context::installation_id(), allocation);
-    spec
+/// The container spec the steering asks for: only what the contract lets a
+/// component decide.
+fn steered_spec(steering: &Steering, container: &str) -> docker::ContainerSpec {
+    docker::ContainerSpec {
+        cmd: steering.cmd.clone(),
+        env: steering.env.clone(),
+        working_dir: steering.working_dir.clone(),
+        mounts: steering
+            .mounts
+            .iter()
+            .map(|mount| docker::VolumeMount {
+                subpath: mount.subpath.clone(),
+                ..docker::VolumeMount::new(mount.volume.clone(), mount.target.clone())
+            })
+            .collect(),
+        extra_hosts: steering
+            .hosts
+            .iter()
+            .map(|(name, address)| docker::HostEntry {
+                name: name.clone(),
+                address: address.clone(),
+            })
+            .collect(),
+        ..docker::ContainerSpec::new(container)
+    }
 }
 
-fn act(allocation: Reference) -> Result<Info, Error> {
-    let steering = steering();
+fn exec_spec(steering: &Steering) -> docker::ExecSpec {
+    docker::ExecSpec {
+        args: steering.args.clone(),
+        working_dir: steering.working_dir.clone(),
+        stdin: None,
+        output_limit_bytes: oac_provider_sdk::bounds::MAX_OUTPUT_BYTES,
+    }
+}
+
+/// The stdout of an exec that completed within its bound.
+fn completed(output: docker::ExecOutput) -> Result<String, Error> {
+    match output.exit_code {
+        Some(_) if !output.overflowed => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
+        _ => Err(Error::CommandUnconfirmed),
+    }
+}
+
+/// One steered Docker action; `None` when the action is not a Docker one.
+fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<String, Error>> {
     let volume = steering
         .volume
         .clone()
         .unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
-    let mut spec = owned_spec(&allocation);
+    let container = steering
+        .container
+        .clone()
+        .unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
+    let answer = match steering.action.as_str() {
+        "version" => docker::version().map(|version| version.api_version),
+        "runtime-image" => docker::runtime_image().map(|image| image.id),
+        "volume-create" => docker::volume_create(&volume).map(|()| volume),
+        "volume-inspect" => docker::volume_inspect(&volume).map(|()| volume),
+        "volume-remove" => docker::volume_remove(&volume).map(|()| String::new()),
+        "volume-list" => docker::volume_list().map(|names| names.join(",")),
+        "container-create" => docker::container_create(&steered_spec(steering, &container)),
+        "container-inspect" => docker::container_inspect(&container)
+            .map(|found| format!("{} conforms={}", found.id, found.conforms)),
+        "container-start" => docker::container_start(&container).map(|()| String::new()),
+        "container-remove" => docker::container_remove(&container, true).map(|()| String::new()),
+        "container-stats" => docker::container_stats(&container).map(|s| s.online_cpus.to_string()),
+        "container-list" => docker::container_list().map(|names| names.join(",")),
+        "archive-upload" => docker::archive_upload(&container, &steering.path, &steering.archive)
+            .map(|()| String::new()),
+        "exec" => {
+            return Some(
+                docker::exec(&container, &exec_spec(steering))
+                    .map_err(from_docker)
+                    .and_then(completed),
+            );
+        }
+        "run" => {
+            let run = || -> Result<String, Error> {
+                let id = docker::container_create(&steered_spec(steering, &container))
+                    .map_err(from_docker)?;
+                docker::container_start(&id).map_err(from_docker)?;
+                completed(docker::exec(&id, &exec_spec(steering)).map_err(from_docker)?)
+            };
+            return Some(run());
+        }
+        _ => return None,
+    };
+    Some(answer.map_err(from_docker))
+}
+
+fn act(allocation: Reference) -> Result<Info, Error> {
+    let steering = steering();
+    if let Some(answer) = docker_action(&steering, &allocation) {
+        return answer.map(|id| info(allocation, Some(id)));
+    }
     match steering.action.as_str() {
-        "" | "none" => return Ok(info(allocation, None)),
-        code if code.starts_with("error-") => return Err(steered_error(code)),
+        "" | "none" => Ok(info(allocation, None)),
+        code if code.starts_with("error-") => Err(steered_error(code)),
         // An answer larger than any transport frame.
-        "huge-id" => return Ok(info(allocation, Some("x".repeat(5 << 20)))),
+        "huge-id" => Ok(info(allocation, Some("x".repeat(5 << 20)))),
         "loop" => spin_forever(),
         "allocate" => {
             let mut hoard: Vec<Vec<u8>> = Vec::new();
@@ -174,55 +282,8 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             // Guest state: a fresh instance per call always answers 1.
             static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            return Ok(info(allocation, Some(calls.to_string())));
+            Ok(info(allocation, Some(calls.to_string())))
         }
-        "version" => {
-            docker::version().map_err(from_docker)?;
-            return Ok(info(allocation, None));
-        }
-        "volume-create" => {
-            let created = docker::volume_create(
-                &volume,
-                &labels::ownership(&context::installation_id(), &allocation),
-            )
-            .map_err(from_docker)?;
-            return Ok(info(allocation, Some(created.name)));
-        }
-        "volume-inspect" => {
-            let found = docker::volume_inspect(&volume).map_err(from_docker)?;
-            if !labels::is_owned(&found.labels, &context::installation_id(), &allocation) {
-                return Err(Error::Ownership);
-            }
-            return Ok(info(allocation, Some(found.name)));
-        }
-        "volume-remove" => {
-            docker::volume_remove(&volume).map_err(from_docker)?;
-            return Ok(info(allocation, None));
-        }
-        "volume-create-foreign" => {
-            let mut foreign = labels::ownership("someone-else", &allocation);
-            foreign.retain(|(key, _)| key != labels::INSTALLATION);
-            docker::volume_create(&volume, &foreign).map_err(from_docker)?;
-            return Ok(info(allocation, None));
-        }
-        "bind-mount" => spec.mounts.push(docker::Mount {
-            kind: docker::MountKind::Bind,
-            ..docker::Mount::volume("/etc", "/host-etc")
-        }),
-        "docker-socket" => spec.mounts.push(docker::Mount::volume(
-            "/var/run/docker.sock",
-            "/var/run/docker.sock",
-        )),
-        "privileged" => spec.privileged = true,
-        "cap-add" => spec.cap_add.push("SYS_ADMIN".into()),
-        "device" => spec.devices.push("/dev/kmsg".into()),
-        "host-network" => spec.network_mode = Some("host".into()),
-        "host-pid" => spec.pid_mode = Some("host".into()),
-        "foreign-label-create" => spec.labels = labels::ownership("someone-else", &allocation),
-        "container-create" => {}
-        "mount-volume" => spec
-            .mounts
-            .push(docker::Mount::volume(volume.clone(), "/data")),
         "http-get" => {
             let url = steering.url.clone().unwrap_or_default();
             let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(
@@ -231,7 +292,7 @@ fn act(allocation: Reference) -> Result<Info, Error> {
                     _ => Error::ComputeUnconfirmed,
                 },
             )?;
-            return Ok(info(allocation, Some(response.status.to_string())));
+            Ok(info(allocation, Some(response.status.to_string())))
         }
         "log" => {
             log::emit(
@@ -239,12 +300,10 @@ fn act(allocation: Reference) -> Result<Info, Error> {
                 "steerable_event",
                 &[("allocation".into(), allocation.allocation_id.clone())],
             );
-            return Ok(info(allocation, None));
+            Ok(info(allocation, None))
         }
-        _ => return Err(Error::Invalid),
+        _ => Err(Error::Invalid),
     }
-    let id = docker::container_create(&spec).map_err(from_docker)?;
-    Ok(info(allocation, Some(id)))
 }
 
 /// `error-<code>`: that fixed error (`invalid` for an unknown code).

@@ -1,42 +1,44 @@
-//! The `docker` capability: a typed Engine API subset on bollard, over an
-//! explicit Unix socket. Every request is policed before it is sent (the
-//! isolation floor, installation ownership, size bounds) and bounded by the
-//! call's remaining budget. Nothing is retried.
+//! The `docker` capability: a typed Engine API subset over the node's
+//! explicit Unix socket. The host owns the container ([`policy`]): a
+//! component names resources and decides a few container fields
+//! ([`request`]), and every request is bound to resources labelled for the
+//! call's allocation ([`CallScope`]), names the full id the ownership check
+//! saw, is bounded by the call's remaining budget, and is never retried.
 
-pub mod floor;
+mod archive;
+mod engine;
+pub mod policy;
+pub mod request;
 
 use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
-    ExecOutput, ExecSpec, ImageSummary, Label, StatsReading, VolumeSummary,
+    ExecOutput, ExecSpec, ImageSummary, StatsReading,
 };
 use crate::capability::faults::{Fault, NativeHook, NativeRequest};
-use bollard::Docker;
-use bollard::errors::Error as BollardError;
-use bollard::models::{
-    ContainerCreateBody, ContainerStateStatusEnum, ExecConfig, HostConfig, Mount as EngineMount,
-    MountType, MountVolumeOptions, VolumeCreateRequest,
+use crate::capability::scope::{CallScope, INSTALLATION_LABEL, ownership_labels};
+use bollard_stubs::models::{
+    ContainerCreateBody, ContainerCreateResponse, ContainerInspectResponse,
+    ContainerStateStatusEnum, ContainerStatsResponse, ExecConfig, ExecInspectResponse, IdResponse,
+    ImageInspect, SystemInfo, SystemVersion, Volume, VolumeCreateRequest, VolumeListResponse,
 };
-use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListVolumesOptionsBuilder,
-    RemoveContainerOptionsBuilder, StatsOptionsBuilder, UploadToContainerOptionsBuilder,
-};
-use futures_util::StreamExt;
+use engine::{Body, Engine, EngineError};
+use hyper::Method;
+use policy::ContainerPolicy;
+use request::{ContainerRequest, container_key, is_full_id, is_resource_name};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
 
-/// The label every resource of this installation carries.
-pub const INSTALLATION_LABEL: &str = "io.oac.installation";
+pub use archive::MAX_ARCHIVE_BYTES;
+pub use engine::API_VERSION;
+
 /// Oldest Engine API the typed subset needs (volume subpath mounts).
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);
 /// Largest stdin an exec accepts: 50 MiB + 32 bytes.
 pub const MAX_STDIN_BYTES: usize = 50 * 1024 * 1024 + 32;
 /// Largest output bound per stream: 1 MiB.
 pub const MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
-/// Largest archive an upload accepts: 64 MiB.
-pub const MAX_ARCHIVE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why the capability cannot be constructed for a node. No native text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -49,11 +51,13 @@ pub enum DockerConnectError {
     TooOld,
 }
 
-/// The Docker broker of one node binding.
+/// The Docker broker of one node binding: the engine, the installation and
+/// the container policy every container of the kind gets.
 #[derive(Clone)]
 pub struct DockerBroker {
-    client: Docker,
+    engine: Engine,
     installation: String,
+    policy: Arc<ContainerPolicy>,
     hook: Option<Arc<dyn NativeHook>>,
 }
 
@@ -62,52 +66,22 @@ fn parse_api_version(version: &str) -> Option<(u32, u32)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
-fn classify(error: BollardError) -> DockerError {
+fn classify(error: EngineError) -> DockerError {
     match error {
-        BollardError::DockerResponseServerError {
-            status_code: 404, ..
-        } => DockerError::NotFound,
-        BollardError::DockerResponseServerError {
-            status_code: 409, ..
-        } => DockerError::Conflict,
-        BollardError::DockerResponseServerError { .. } => DockerError::Failed,
-        BollardError::IOError { err }
-            if matches!(
-                err.kind(),
-                std::io::ErrorKind::ConnectionRefused
-                    | std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::PermissionDenied
-            ) =>
-        {
-            DockerError::Unavailable
-        }
-        _ => DockerError::Unconfirmed,
+        EngineError::Unreachable => DockerError::Unavailable,
+        EngineError::Status(404) => DockerError::NotFound,
+        EngineError::Status(409) => DockerError::Conflict,
+        EngineError::Status(_) => DockerError::Failed,
+        EngineError::Unconfirmed => DockerError::Unconfirmed,
     }
-}
-
-fn to_labels(map: Option<HashMap<String, String>>) -> Vec<Label> {
-    let mut labels: Vec<Label> = map.unwrap_or_default().into_iter().collect();
-    labels.sort();
-    labels
 }
 
 /// Under [`Fault::ForeignOwnership`], the resource appears labelled for
 /// another installation.
-fn relabel(mut labels: Vec<Label>, fault: Option<Fault>) -> Vec<Label> {
+fn relabel(labels: &mut HashMap<String, String>, fault: Option<Fault>) {
     if fault == Some(Fault::ForeignOwnership) {
-        labels.retain(|(key, _)| key != INSTALLATION_LABEL);
-        labels.push((
-            INSTALLATION_LABEL.to_string(),
-            "foreign-installation".to_string(),
-        ));
-        labels.sort();
+        labels.insert(INSTALLATION_LABEL.into(), "foreign-installation".into());
     }
-    labels
-}
-
-fn carries_installation(labels: &[Label], installation: &str) -> bool {
-    let mut values = labels.iter().filter(|(key, _)| key == INSTALLATION_LABEL);
-    matches!((values.next(), values.next()), (Some((_, value)), None) if value == installation)
 }
 
 fn status(status: Option<ContainerStateStatusEnum>) -> ContainerStatus {
@@ -122,64 +96,14 @@ fn status(status: Option<ContainerStateStatusEnum>) -> ContainerStatus {
     }
 }
 
-fn to_i64(value: u64) -> Option<i64> {
-    (value != 0).then(|| i64::try_from(value).unwrap_or(i64::MAX))
+fn unsigned(value: Option<i64>) -> u64 {
+    value.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
 }
 
-fn engine_body(spec: &ContainerSpec) -> ContainerCreateBody {
-    let mounts = spec
-        .mounts
-        .iter()
-        .map(|mount| EngineMount {
-            typ: Some(MountType::VOLUME),
-            source: Some(mount.source.clone()),
-            target: Some(mount.target.clone()),
-            read_only: Some(mount.read_only),
-            volume_options: mount.subpath.clone().map(|subpath| MountVolumeOptions {
-                subpath: Some(subpath),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .collect();
-    let tmpfs = spec
-        .tmpfs
-        .iter()
-        .map(|tmpfs| {
-            (
-                tmpfs.target.clone(),
-                format!("size={},mode={:o}", tmpfs.size_bytes, tmpfs.mode),
-            )
-        })
-        .collect();
-    ContainerCreateBody {
-        image: Some(spec.image.clone()),
-        labels: Some(spec.labels.iter().cloned().collect()),
-        cmd: Some(spec.cmd.clone()),
-        env: Some(spec.env.clone()),
-        user: spec.user.clone(),
-        working_dir: spec.working_dir.clone(),
-        host_config: Some(HostConfig {
-            readonly_rootfs: Some(spec.read_only_rootfs),
-            cap_drop: Some(spec.cap_drop.clone()),
-            security_opt: Some(spec.security_opt.clone()),
-            privileged: Some(false),
-            network_mode: spec.network_mode.clone(),
-            pid_mode: spec.pid_mode.clone(),
-            ipc_mode: spec.ipc_mode.clone(),
-            extra_hosts: Some(spec.extra_hosts.clone()),
-            nano_cpus: to_i64(spec.nano_cpus),
-            memory: to_i64(spec.memory_bytes),
-            pids_limit: to_i64(spec.pids_limit),
-            tmpfs: Some(tmpfs),
-            mounts: Some(mounts),
-            masked_paths: spec.masked_paths.clone(),
-            readonly_paths: spec.readonly_paths.clone(),
-            init: Some(spec.init),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+/// A container the ownership check saw: its full id and what inspect said.
+struct Owned {
+    id: String,
+    inspected: ContainerInspectResponse,
 }
 
 impl DockerBroker {
@@ -188,17 +112,12 @@ impl DockerBroker {
     pub async fn connect(
         socket: &Path,
         installation: &str,
+        policy: ContainerPolicy,
         timeout: Duration,
         hook: Option<Arc<dyn NativeHook>>,
     ) -> Result<Self, DockerConnectError> {
-        let path = socket.to_str().ok_or(DockerConnectError::Unreachable)?;
-        let pinned = bollard::ClientVersion {
-            major_version: 1,
-            minor_version: 45,
-        };
-        let client = Docker::connect_with_unix(path, 120, &pinned)
-            .map_err(|_| DockerConnectError::Unreachable)?;
-        let version = tokio::time::timeout(timeout, client.version())
+        let engine = Engine::new(socket);
+        let version: SystemVersion = tokio::time::timeout(timeout, engine.version_unversioned())
             .await
             .map_err(|_| DockerConnectError::Unreachable)?
             .map_err(|_| DockerConnectError::Unreachable)?;
@@ -211,8 +130,9 @@ impl DockerBroker {
             return Err(DockerConnectError::TooOld);
         }
         Ok(Self {
-            client,
+            engine,
             installation: installation.to_string(),
+            policy: Arc::new(policy),
             hook,
         })
     }
@@ -224,14 +144,40 @@ impl DockerBroker {
         }
     }
 
+    /// The broker as one call uses it: bound to the call's allocations and
+    /// its deadline.
+    pub fn call<'a>(&'a self, scope: &'a CallScope, deadline: Instant) -> DockerCall<'a> {
+        DockerCall {
+            broker: self,
+            scope,
+            deadline,
+        }
+    }
+}
+
+/// One call's view of the broker.
+pub struct DockerCall<'a> {
+    broker: &'a DockerBroker,
+    scope: &'a CallScope,
+    deadline: Instant,
+}
+
+impl DockerCall<'_> {
     /// Shows the request to the hook, which may choose a fault for it.
-    fn decide(&self, action: &'static str, target: &str) -> (NativeRequest, Option<Fault>) {
+    fn decide(
+        &self,
+        action: &'static str,
+        target: &str,
+        host_cleanup: bool,
+    ) -> (NativeRequest, Option<Fault>) {
         let request = NativeRequest {
             capability: "docker",
             action,
             target: target.to_string(),
+            host_cleanup,
         };
         let fault = self
+            .broker
             .hook
             .as_ref()
             .and_then(|hook| hook.on_request(&request));
@@ -243,19 +189,19 @@ impl DockerBroker {
     /// one cut off by it is `unconfirmed`. Nothing is retried.
     async fn dispatch<T>(
         &self,
-        deadline: Instant,
-        (request, fault): (NativeRequest, Option<Fault>),
-        sending: impl Future<Output = Result<T, BollardError>>,
+        (request, fault): &(NativeRequest, Option<Fault>),
+        sending: impl Future<Output = Result<T, EngineError>>,
     ) -> Result<T, DockerError> {
-        if Instant::now() >= deadline || fault == Some(Fault::FailBeforeDispatch) {
+        let deadline = self.deadline;
+        if Instant::now() >= deadline || *fault == Some(Fault::FailBeforeDispatch) {
             return Err(DockerError::Unavailable);
         }
-        if request.is_removal() && fault == Some(Fault::FailCleanup) {
+        if request.is_removal() && *fault == Some(Fault::FailCleanup) {
             return Err(DockerError::Failed);
         }
         let outcome = tokio::time::timeout_at(deadline.into(), sending).await;
-        if let Some(hook) = &self.hook {
-            hook.on_response(&request, matches!(outcome, Ok(Ok(_))));
+        if let Some(hook) = &self.broker.hook {
+            hook.on_response(request, matches!(outcome, Ok(Ok(_))));
         }
         match fault {
             Some(Fault::LoseResponse) => return Err(DockerError::Unconfirmed),
@@ -274,19 +220,35 @@ impl DockerBroker {
     /// [`Self::decide`] then [`Self::dispatch`].
     async fn send<T>(
         &self,
-        deadline: Instant,
         action: &'static str,
         target: &str,
-        sending: impl Future<Output = Result<T, BollardError>>,
+        sending: impl Future<Output = Result<T, EngineError>>,
     ) -> Result<T, DockerError> {
-        let decision = self.decide(action, target);
-        self.dispatch(deadline, decision, sending).await
+        let decision = self.decide(action, target, false);
+        self.dispatch(&decision, sending).await
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.broker.engine
+    }
+
+    fn policy(&self) -> &ContainerPolicy {
+        &self.broker.policy
+    }
+
+    fn owns(&self, labels: &HashMap<String, String>) -> bool {
+        self.scope.owns(&self.broker.installation, labels)
     }
 
     /// Engine version.
-    pub async fn version(&self, deadline: Instant) -> Result<EngineVersion, DockerError> {
-        let version = self
-            .send(deadline, "version", "", self.client.version())
+    pub async fn version(&self) -> Result<EngineVersion, DockerError> {
+        let version: SystemVersion = self
+            .send(
+                "version",
+                "",
+                self.engine()
+                    .json(Method::GET, &["version"], &[], Body::Empty),
+            )
             .await?;
         Ok(EngineVersion {
             version: version.version.unwrap_or_default(),
@@ -295,141 +257,147 @@ impl DockerBroker {
     }
 
     /// Engine capabilities.
-    pub async fn info(&self, deadline: Instant) -> Result<EngineInfo, DockerError> {
-        let info = self.send(deadline, "info", "", self.client.info()).await?;
+    pub async fn info(&self) -> Result<EngineInfo, DockerError> {
+        let info: SystemInfo = self
+            .send(
+                "info",
+                "",
+                self.engine().json(Method::GET, &["info"], &[], Body::Empty),
+            )
+            .await?;
         Ok(EngineInfo {
             cpus: info.ncpu.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
-            memory_bytes: info
-                .mem_total
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or(0),
+            memory_bytes: unsigned(info.mem_total),
             memory_limit: info.memory_limit.unwrap_or(false),
             cpu_limit: info.cpu_cfs_quota.unwrap_or(false),
         })
     }
 
-    /// Inspect a local image.
-    pub async fn image_inspect(
-        &self,
-        image: &str,
-        deadline: Instant,
-    ) -> Result<ImageSummary, DockerError> {
-        if image.trim().is_empty() {
-            return Err(DockerError::Invalid);
-        }
-        let found = self
+    /// The node's runtime image (validated against the reference grammar
+    /// when the policy was loaded; its path segments are its `/` parts).
+    pub async fn runtime_image(&self) -> Result<ImageSummary, DockerError> {
+        let image = self.policy().image();
+        let mut segments = vec!["images"];
+        segments.extend(image.split('/'));
+        segments.push("json");
+        let found: ImageInspect = self
             .send(
-                deadline,
                 "image-inspect",
                 image,
-                self.client.inspect_image(image),
+                self.engine().json(Method::GET, &segments, &[], Body::Empty),
             )
             .await?;
         Ok(ImageSummary {
             id: found.id.unwrap_or_default(),
             repo_digests: found.repo_digests.unwrap_or_default(),
-            repo_tags: found.repo_tags.unwrap_or_default(),
         })
     }
 
-    /// Inspect any container; the caller checks its labels.
-    pub async fn container_inspect(
-        &self,
-        container: &str,
-        deadline: Instant,
-    ) -> Result<ContainerSummary, DockerError> {
-        if !floor::is_resource_name(container) {
-            return Err(DockerError::Invalid);
-        }
-        let decision = self.decide("container-inspect", container);
+    /// Inspects `key` (a full name or id) and checks it is this call's:
+    /// the engine must have resolved it exactly (never as an id prefix),
+    /// and it must carry the call's ownership labels.
+    async fn owned_container(&self, input: &str) -> Result<Owned, DockerError> {
+        let key = container_key(input).map_err(|_| DockerError::Invalid)?;
+        let decision = self.decide("container-inspect", key, false);
         let fault = decision.1;
-        let found = self
+        let mut inspected: ContainerInspectResponse = self
             .dispatch(
-                deadline,
-                decision,
-                self.client.inspect_container(container, None),
+                &decision,
+                self.engine()
+                    .json(Method::GET, &["containers", key, "json"], &[], Body::Empty),
             )
             .await?;
-        let config = found.config.unwrap_or_default();
-        let host = found.host_config.unwrap_or_default();
-        let state = found.state.unwrap_or_default();
+        let id = inspected.id.clone().unwrap_or_default();
+        if !is_full_id(&id) {
+            return Err(DockerError::Unconfirmed);
+        }
+        let name = inspected.name.as_deref().unwrap_or_default();
+        if key != id && key != name.trim_start_matches('/') {
+            // The engine resolved something else (an id prefix): the
+            // container the component named does not exist.
+            return Err(DockerError::NotFound);
+        }
+        let config = inspected.config.get_or_insert_default();
+        let labels = config.labels.get_or_insert_default();
+        relabel(labels, fault);
+        if self.owns(labels) {
+            Ok(Owned { id, inspected })
+        } else {
+            Err(DockerError::Ownership)
+        }
+    }
+
+    /// [`Self::owned_container`], and the container carries the policy.
+    async fn usable_container(&self, input: &str) -> Result<Owned, DockerError> {
+        let owned = self.owned_container(input).await?;
+        match self.policy().nonconformity(&owned.inspected) {
+            None => Ok(owned),
+            Some(field) => {
+                tracing::warn!(
+                    event = "container_nonconforming",
+                    field,
+                    "container not used"
+                );
+                Err(DockerError::Invalid)
+            }
+        }
+    }
+
+    /// A container of this call's allocation; a foreign one answers
+    /// `ownership` and nothing else.
+    pub async fn container_inspect(&self, input: &str) -> Result<ContainerSummary, DockerError> {
+        let Owned { id, inspected } = self.owned_container(input).await?;
+        let conforms = self.policy().nonconformity(&inspected).is_none();
+        let host = inspected.host_config.unwrap_or_default();
+        let state = inspected.state.unwrap_or_default();
         Ok(ContainerSummary {
-            id: found.id.unwrap_or_default(),
-            name: found
+            id,
+            name: inspected
                 .name
                 .unwrap_or_default()
                 .trim_start_matches('/')
                 .to_string(),
-            labels: relabel(to_labels(config.labels), fault),
-            image: config.image.unwrap_or_default(),
-            image_id: found.image.unwrap_or_default(),
             status: status(state.status),
             started_at: state.started_at.filter(|at| !at.starts_with("0001-")),
-            nano_cpus: host
-                .nano_cpus
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or(0),
-            memory_bytes: host.memory.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+            conforms,
+            nano_cpus: unsigned(host.nano_cpus),
+            memory_bytes: unsigned(host.memory),
         })
     }
 
-    /// Fails with `ownership` unless the container carries this installation's label.
-    async fn owned_container(
-        &self,
-        container: &str,
-        deadline: Instant,
-    ) -> Result<ContainerSummary, DockerError> {
-        let found = self.container_inspect(container, deadline).await?;
-        if carries_installation(&found.labels, &self.installation) {
-            Ok(found)
-        } else {
-            Err(DockerError::Ownership)
-        }
-    }
-
-    /// Fails with `ownership` unless the volume carries this installation's label.
-    async fn owned_volume(
-        &self,
-        volume: &str,
-        deadline: Instant,
-    ) -> Result<VolumeSummary, DockerError> {
-        let found = self.volume_inspect(volume, deadline).await?;
-        if carries_installation(&found.labels, &self.installation) {
-            Ok(found)
-        } else {
-            Err(DockerError::Ownership)
-        }
-    }
-
-    fn label_filters(&self, labels: &[Label]) -> HashMap<String, Vec<String>> {
-        let mut wanted: Vec<String> = labels
-            .iter()
+    /// The engine's label filter for this call's single allocation.
+    fn label_filter(&self) -> Result<String, DockerError> {
+        let reference = self.scope.single().ok_or(DockerError::Invalid)?;
+        let wanted: Vec<String> = ownership_labels(&self.broker.installation, reference)
+            .into_iter()
             .map(|(key, value)| format!("{key}={value}"))
             .collect();
-        wanted.push(format!("{INSTALLATION_LABEL}={}", self.installation));
-        HashMap::from([("label".to_string(), wanted)])
+        Ok(serde_json::json!({ "label": wanted }).to_string())
     }
 
-    /// Names of this installation's containers carrying all `labels`.
-    pub async fn container_list(
-        &self,
-        labels: &[Label],
-        deadline: Instant,
-    ) -> Result<Vec<String>, DockerError> {
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&self.label_filters(labels))
-            .build();
-        let found = self
+    /// Names of this call's allocation's containers.
+    pub async fn container_list(&self) -> Result<Vec<String>, DockerError> {
+        let filters = self.label_filter()?;
+        let found: Vec<bollard_stubs::models::ContainerSummary> = self
             .send(
-                deadline,
                 "container-list",
                 "",
-                self.client.list_containers(Some(options)),
+                self.engine().json(
+                    Method::GET,
+                    &["containers", "json"],
+                    &[("all", "true"), ("filters", &filters)],
+                    Body::Empty,
+                ),
             )
             .await?;
         let mut names: Vec<String> = found
             .into_iter()
+            .filter(|summary| {
+                summary
+                    .labels
+                    .as_ref()
+                    .is_some_and(|labels| self.owns(labels))
+            })
             .filter_map(|summary| summary.names.and_then(|names| names.into_iter().next()))
             .map(|name| name.trim_start_matches('/').to_string())
             .collect();
@@ -437,92 +405,142 @@ impl DockerBroker {
         Ok(names)
     }
 
-    /// Creates a container after the floor, label and volume-ownership checks.
-    pub async fn container_create(
-        &self,
-        spec: &ContainerSpec,
-        deadline: Instant,
-    ) -> Result<String, DockerError> {
-        if floor::check(spec).is_err() {
-            return Err(DockerError::Invalid);
+    /// Creates a container under the policy, verifies it, and checks its
+    /// volumes again; one that fails verification is removed.
+    pub async fn container_create(&self, spec: &ContainerSpec) -> Result<String, DockerError> {
+        let request = ContainerRequest::check(spec).map_err(|_| DockerError::Invalid)?;
+        let reference = self.scope.single().ok_or(DockerError::Invalid)?;
+        for volume in request.volumes() {
+            self.owned_volume(volume).await?;
         }
-        if !carries_installation(&spec.labels, &self.installation) {
-            return Err(DockerError::Ownership);
-        }
-        for mount in &spec.mounts {
-            self.owned_volume(&mount.source, deadline).await?;
-        }
-        let options = CreateContainerOptionsBuilder::default()
-            .name(&spec.name)
-            .build();
-        let created = self
+        let labels = ownership_labels(&self.broker.installation, reference);
+        let body: ContainerCreateBody = self.policy().create_body(&request, labels);
+        let created: ContainerCreateResponse = self
             .send(
-                deadline,
                 "container-create",
-                &spec.name,
-                self.client
-                    .create_container(Some(options), engine_body(spec)),
+                &request.name,
+                self.engine().json(
+                    Method::POST,
+                    &["containers", "create"],
+                    &[("name", &request.name)],
+                    Body::json(&body),
+                ),
             )
             .await?;
+        if !is_full_id(&created.id) {
+            return Err(DockerError::Unconfirmed);
+        }
+        self.verify_created(&created.id, &request).await?;
         Ok(created.id)
     }
 
-    /// Starts an owned container.
-    pub async fn container_start(
+    /// The verification after create. Only a container proved to be the
+    /// one just created (same id, this allocation's labels) is removed
+    /// when it does not carry the policy or mounts a volume that is not
+    /// this allocation's; a failed inspection proves nothing and leaves it.
+    async fn verify_created(
         &self,
-        container: &str,
-        deadline: Instant,
+        id: &str,
+        request: &ContainerRequest,
     ) -> Result<(), DockerError> {
-        self.owned_container(container, deadline).await?;
-        self.send(
-            deadline,
-            "container-start",
-            container,
-            self.client.start_container(container, None),
-        )
-        .await
+        let owned = self
+            .owned_container(id)
+            .await
+            .map_err(|_| DockerError::Unconfirmed)?;
+        if let Some(field) = self.policy().mismatch(&owned.inspected, request) {
+            tracing::warn!(
+                event = "container_policy_mismatch",
+                field,
+                "created container removed"
+            );
+            self.remove_unverified(id).await;
+            return Err(DockerError::Unconfirmed);
+        }
+        for volume in request.volumes() {
+            match self.owned_volume(volume).await {
+                Ok(()) => {}
+                Err(DockerError::Ownership | DockerError::NotFound) => {
+                    tracing::warn!(
+                        event = "mounted_volume_not_owned",
+                        "created container removed"
+                    );
+                    self.remove_unverified(id).await;
+                    return Err(DockerError::Unconfirmed);
+                }
+                Err(_) => return Err(DockerError::Unconfirmed),
+            }
+        }
+        Ok(())
     }
 
-    /// Removes an owned container.
-    pub async fn container_remove(
-        &self,
-        container: &str,
-        force: bool,
-        deadline: Instant,
-    ) -> Result<(), DockerError> {
-        self.owned_container(container, deadline).await?;
-        let options = RemoveContainerOptionsBuilder::default()
-            .force(force)
-            .v(false)
-            .build();
+    /// Removes a container the host created that failed verification.
+    async fn remove_unverified(&self, id: &str) {
+        let decision = self.decide("container-remove", id, true);
+        let removed = self
+            .dispatch(
+                &decision,
+                self.engine().call(
+                    Method::DELETE,
+                    &["containers", id],
+                    &[("force", "true"), ("v", "false")],
+                    Body::Empty,
+                ),
+            )
+            .await;
+        if removed.is_err() {
+            tracing::warn!(event = "unverified_container_left", "removal failed");
+        }
+    }
+
+    /// Starts an owned container that carries the policy.
+    pub async fn container_start(&self, input: &str) -> Result<(), DockerError> {
+        let owned = self.usable_container(input).await?;
         self.send(
-            deadline,
-            "container-remove",
-            container,
-            self.client.remove_container(container, Some(options)),
+            "container-start",
+            &owned.id,
+            self.engine().call(
+                Method::POST,
+                &["containers", &owned.id, "start"],
+                &[],
+                Body::Empty,
+            ),
         )
         .await
+        .map(drop)
+    }
+
+    /// Removes an owned container (whatever it carries: cleanup must work).
+    pub async fn container_remove(&self, input: &str, force: bool) -> Result<(), DockerError> {
+        let owned = self.owned_container(input).await?;
+        let force = if force { "true" } else { "false" };
+        self.send(
+            "container-remove",
+            &owned.id,
+            self.engine().call(
+                Method::DELETE,
+                &["containers", &owned.id],
+                &[("force", force), ("v", "false")],
+                Body::Empty,
+            ),
+        )
+        .await
+        .map(drop)
     }
 
     /// One stats reading of an owned container.
-    pub async fn container_stats(
-        &self,
-        container: &str,
-        deadline: Instant,
-    ) -> Result<StatsReading, DockerError> {
-        self.owned_container(container, deadline).await?;
-        let options = StatsOptionsBuilder::default()
-            .stream(false)
-            .one_shot(true)
-            .build();
-        let mut stream = self.client.stats(container, Some(options));
-        let reading = self
-            .send(deadline, "container-stats", container, async {
-                stream
-                    .next()
-                    .await
-                    .unwrap_or(Err(BollardError::RequestTimeoutError))
-            })
+    pub async fn container_stats(&self, input: &str) -> Result<StatsReading, DockerError> {
+        let owned = self.owned_container(input).await?;
+        let reading: ContainerStatsResponse = self
+            .send(
+                "container-stats",
+                &owned.id,
+                self.engine().json(
+                    Method::GET,
+                    &["containers", &owned.id, "stats"],
+                    &[("stream", "false"), ("one-shot", "true")],
+                    Body::Empty,
+                ),
+            )
             .await?;
         let cpu = reading.cpu_stats.unwrap_or_default();
         let memory = reading.memory_stats.unwrap_or_default();
@@ -537,214 +555,223 @@ impl DockerBroker {
         })
     }
 
-    /// Inspect any volume; the caller checks its labels.
-    pub async fn volume_inspect(
-        &self,
-        volume: &str,
-        deadline: Instant,
-    ) -> Result<VolumeSummary, DockerError> {
-        if !floor::is_resource_name(volume) {
-            return Err(DockerError::Invalid);
-        }
-        let decision = self.decide("volume-inspect", volume);
-        let fault = decision.1;
-        let found = self
-            .dispatch(deadline, decision, self.client.inspect_volume(volume))
-            .await?;
-        Ok(VolumeSummary {
-            name: found.name,
-            labels: relabel(to_labels(Some(found.labels)), fault),
-        })
+    /// A volume is this call's when it carries the allocation's labels and
+    /// is a plain local volume (no driver options: those can make a
+    /// "volume" a host bind mount, and the host never sets them).
+    fn volume_is_ours(&self, volume: &Volume) -> bool {
+        self.owns(&volume.labels) && volume.driver == "local" && volume.options.is_empty()
     }
 
-    /// Names of this installation's volumes carrying all `labels`.
-    pub async fn volume_list(
-        &self,
-        labels: &[Label],
-        deadline: Instant,
-    ) -> Result<Vec<String>, DockerError> {
-        let options = ListVolumesOptionsBuilder::default()
-            .filters(&self.label_filters(labels))
-            .build();
-        let found = self
+    async fn owned_volume(&self, name: &str) -> Result<(), DockerError> {
+        if !is_resource_name(name) {
+            return Err(DockerError::Invalid);
+        }
+        let decision = self.decide("volume-inspect", name, false);
+        let fault = decision.1;
+        let mut found: Volume = self
+            .dispatch(
+                &decision,
+                self.engine()
+                    .json(Method::GET, &["volumes", name], &[], Body::Empty),
+            )
+            .await?;
+        relabel(&mut found.labels, fault);
+        if found.name == name && self.volume_is_ours(&found) {
+            Ok(())
+        } else {
+            Err(DockerError::Ownership)
+        }
+    }
+
+    /// Succeeds for a volume of this call's allocation.
+    pub async fn volume_inspect(&self, name: &str) -> Result<(), DockerError> {
+        self.owned_volume(name).await
+    }
+
+    /// Names of this call's allocation's volumes.
+    pub async fn volume_list(&self) -> Result<Vec<String>, DockerError> {
+        let filters = self.label_filter()?;
+        let found: VolumeListResponse = self
             .send(
-                deadline,
                 "volume-list",
                 "",
-                self.client.list_volumes(Some(options)),
+                self.engine().json(
+                    Method::GET,
+                    &["volumes"],
+                    &[("filters", &filters)],
+                    Body::Empty,
+                ),
             )
             .await?;
         let mut names: Vec<String> = found
             .volumes
             .unwrap_or_default()
             .into_iter()
+            .filter(|volume| self.volume_is_ours(volume))
             .map(|volume| volume.name)
             .collect();
         names.sort();
         Ok(names)
     }
 
-    /// Creates a volume carrying this installation's label.
-    pub async fn volume_create(
-        &self,
-        volume: &str,
-        labels: &[Label],
-        deadline: Instant,
-    ) -> Result<VolumeSummary, DockerError> {
-        if !floor::is_resource_name(volume) {
+    /// Creates a local volume labelled for this call's allocation. The
+    /// engine answers an existing volume of the name instead of creating
+    /// one, so the answer is checked: anything but this allocation's
+    /// volume is `ownership`.
+    pub async fn volume_create(&self, name: &str) -> Result<(), DockerError> {
+        if !is_resource_name(name) {
             return Err(DockerError::Invalid);
         }
-        if !carries_installation(labels, &self.installation) {
-            return Err(DockerError::Ownership);
-        }
+        let reference = self.scope.single().ok_or(DockerError::Invalid)?;
         let request = VolumeCreateRequest {
-            name: Some(volume.to_string()),
-            labels: Some(labels.iter().cloned().collect()),
+            name: Some(name.to_string()),
+            driver: Some("local".into()),
+            labels: Some(ownership_labels(&self.broker.installation, reference)),
             ..Default::default()
         };
-        let created = self
-            .send(
-                deadline,
-                "volume-create",
-                volume,
-                self.client.create_volume(request),
+        let decision = self.decide("volume-create", name, false);
+        let fault = decision.1;
+        let mut created: Volume = self
+            .dispatch(
+                &decision,
+                self.engine().json(
+                    Method::POST,
+                    &["volumes", "create"],
+                    &[],
+                    Body::json(&request),
+                ),
             )
             .await?;
-        Ok(VolumeSummary {
-            name: created.name,
-            labels: to_labels(Some(created.labels)),
-        })
+        relabel(&mut created.labels, fault);
+        if created.name == name && self.volume_is_ours(&created) {
+            Ok(())
+        } else {
+            Err(DockerError::Ownership)
+        }
     }
 
     /// Removes an owned volume.
-    pub async fn volume_remove(&self, volume: &str, deadline: Instant) -> Result<(), DockerError> {
-        self.owned_volume(volume, deadline).await?;
+    pub async fn volume_remove(&self, name: &str) -> Result<(), DockerError> {
+        self.owned_volume(name).await?;
         self.send(
-            deadline,
             "volume-remove",
-            volume,
-            self.client.remove_volume(
-                volume,
-                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            name,
+            self.engine()
+                .call(Method::DELETE, &["volumes", name], &[], Body::Empty),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Extracts the host's canonical rewrite of `archive` at `path`, which
+    /// must lie in one of the container's volume mounts.
+    pub async fn archive_upload(
+        &self,
+        input: &str,
+        path: &str,
+        archive: &[u8],
+    ) -> Result<(), DockerError> {
+        if !request::is_container_path(path) {
+            return Err(DockerError::Invalid);
+        }
+        let canonical = archive::sanitize(archive).map_err(|violation| {
+            tracing::info!(event = "archive_refused", rule = %violation);
+            DockerError::Invalid
+        })?;
+        let owned = self.usable_container(input).await?;
+        let in_volume = owned
+            .inspected
+            .host_config
+            .as_ref()
+            .and_then(|host| host.mounts.as_ref())
+            .is_some_and(|mounts| {
+                mounts.iter().any(|mount| {
+                    mount
+                        .target
+                        .as_deref()
+                        .is_some_and(|target| request::is_at_or_below(path, target))
+                })
+            });
+        if !in_volume {
+            return Err(DockerError::Invalid);
+        }
+        self.send(
+            "archive-upload",
+            &owned.id,
+            self.engine().call(
+                Method::PUT,
+                &["containers", &owned.id, "archive"],
+                &[("path", path), ("noOverwriteDirNonDir", "true")],
+                Body::Tar(canonical),
             ),
         )
         .await
+        .map(drop)
     }
 
-    /// Extracts a tar archive into an owned container.
-    pub async fn archive_upload(
-        &self,
-        container: &str,
-        path: &str,
-        archive: Vec<u8>,
-        deadline: Instant,
-    ) -> Result<(), DockerError> {
-        if archive.len() > MAX_ARCHIVE_BYTES || !path.starts_with('/') {
-            return Err(DockerError::Invalid);
-        }
-        self.owned_container(container, deadline).await?;
-        let options = UploadToContainerOptionsBuilder::default()
-            .path(path)
-            .build();
-        let body = bollard::body_full(archive.into());
-        self.send(
-            deadline,
-            "archive-upload",
-            container,
-            self.client
-                .upload_to_container(container, Some(options), body),
-        )
-        .await
-    }
-
-    /// Runs a command in an owned container: stdin is written then
-    /// half-closed, both streams are read to the end into bounded buffers,
-    /// and the exit code comes from exec inspect.
-    pub async fn exec(
-        &self,
-        container: &str,
-        spec: ExecSpec,
-        deadline: Instant,
-    ) -> Result<ExecOutput, DockerError> {
-        let stdin_len = spec.stdin.as_ref().map_or(0, Vec::len);
-        if spec.args.is_empty()
-            || stdin_len > MAX_STDIN_BYTES
-            || spec.output_limit_bytes > MAX_OUTPUT_BYTES
-        {
-            return Err(DockerError::Invalid);
-        }
-        self.owned_container(container, deadline).await?;
+    /// Runs a command as the policy's user in an owned container that
+    /// carries the policy: stdin is written then closed, the output is read
+    /// into bounded buffers (stopping at the first overflow), and the exit
+    /// code comes from exec inspect.
+    pub async fn exec(&self, input: &str, spec: &ExecSpec) -> Result<ExecOutput, DockerError> {
+        request::check_exec(spec, MAX_STDIN_BYTES, MAX_OUTPUT_BYTES)
+            .map_err(|_| DockerError::Invalid)?;
+        let owned = self.usable_container(input).await?;
         let config = ExecConfig {
             attach_stdin: Some(spec.stdin.is_some()),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
             tty: Some(false),
             cmd: Some(spec.args.clone()),
-            user: spec.user.clone(),
+            user: Some(policy::RUNTIME_USER.into()),
+            privileged: Some(false),
             working_dir: spec.working_dir.clone(),
             ..Default::default()
         };
-        let created = self
+        let created: IdResponse = self
             .send(
-                deadline,
                 "exec-create",
-                container,
-                self.client.create_exec(container, config),
+                &owned.id,
+                self.engine().json(
+                    Method::POST,
+                    &["containers", &owned.id, "exec"],
+                    &[],
+                    Body::json(&config),
+                ),
             )
             .await?;
-        let started = self
-            .send(
-                deadline,
-                "exec-start",
-                container,
-                self.client.start_exec(&created.id, None),
-            )
-            .await?;
-        let bollard::exec::StartExecResults::Attached {
-            mut output,
-            mut input,
-        } = started
-        else {
+        if !is_full_id(&created.id) {
             return Err(DockerError::Unconfirmed);
-        };
-        let limit = spec.output_limit_bytes as usize;
-        let write = async {
-            if let Some(stdin) = &spec.stdin {
-                input.write_all(stdin).await?;
-            }
-            input.shutdown().await
-        };
-        let read = async {
-            let (mut stdout, mut stderr, mut overflowed) = (Vec::new(), Vec::new(), false);
-            while let Some(frame) = output.next().await {
-                let (buffer, bytes) = match frame.map_err(classify)? {
-                    bollard::container::LogOutput::StdOut { message } => (&mut stdout, message),
-                    bollard::container::LogOutput::StdErr { message } => (&mut stderr, message),
-                    _ => continue,
-                };
-                let room = limit.saturating_sub(buffer.len());
-                overflowed |= bytes.len() > room;
-                buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            }
-            Ok::<_, DockerError>((stdout, stderr, overflowed))
-        };
-        let streams =
-            tokio::time::timeout_at(deadline.into(), async { tokio::join!(write, read) }).await;
-        let Ok((written, read)) = streams else {
-            return Err(DockerError::Unconfirmed);
-        };
-        let (stdout, stderr, overflowed) = read?;
-        // A command may exit without reading all of its stdin; its outcome
-        // is still known, so a broken pipe here is not an error.
-        if written.is_err() {
-            tracing::debug!(event = "exec_stdin_not_consumed");
         }
-        let inspected = self
+        let streams = self
             .send(
-                deadline,
+                "exec-start",
+                &owned.id,
+                self.engine().exec_start(
+                    &created.id,
+                    spec.stdin.as_deref(),
+                    spec.output_limit_bytes as usize,
+                ),
+            )
+            .await?;
+        if streams.overflowed {
+            return Ok(ExecOutput {
+                stdout: streams.stdout,
+                stderr: streams.stderr,
+                exit_code: None,
+                overflowed: true,
+            });
+        }
+        let inspected: ExecInspectResponse = self
+            .send(
                 "exec-inspect",
-                container,
-                self.client.inspect_exec(&created.id),
+                &owned.id,
+                self.engine().json(
+                    Method::GET,
+                    &["exec", &created.id, "json"],
+                    &[],
+                    Body::Empty,
+                ),
             )
             .await?;
         let exit_code = match inspected.running {
@@ -754,10 +781,10 @@ impl DockerBroker {
             _ => None,
         };
         Ok(ExecOutput {
-            stdout,
-            stderr,
+            stdout: streams.stdout,
+            stderr: streams.stderr,
             exit_code,
-            overflowed,
+            overflowed: false,
         })
     }
 }
@@ -775,15 +802,11 @@ mod tests {
     }
 
     #[test]
-    fn installation_label_must_be_single_and_equal() {
-        let ours = vec![(INSTALLATION_LABEL.to_string(), "inst".to_string())];
-        assert!(carries_installation(&ours, "inst"));
-        assert!(!carries_installation(&ours, "other"));
-        assert!(!carries_installation(&[], "inst"));
-        let doubled = vec![
-            ours[0].clone(),
-            (INSTALLATION_LABEL.to_string(), "other".to_string()),
-        ];
-        assert!(!carries_installation(&doubled, "inst"));
+    fn engine_statuses_map_to_fixed_codes() {
+        assert_eq!(classify(EngineError::Status(404)), DockerError::NotFound);
+        assert_eq!(classify(EngineError::Status(409)), DockerError::Conflict);
+        assert_eq!(classify(EngineError::Status(500)), DockerError::Failed);
+        assert_eq!(classify(EngineError::Unreachable), DockerError::Unavailable);
+        assert_eq!(classify(EngineError::Unconfirmed), DockerError::Unconfirmed);
     }
 }

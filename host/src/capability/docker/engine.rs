@@ -1,0 +1,401 @@
+//! The Engine API transport: HTTP/1.1 over the node's explicit Unix socket,
+//! with bollard's models for the JSON. It exists because the broker must
+//! control what bollard's request layer does not: every path carries the
+//! pinned API version (`/v1.45/…`) and percent-encoded segments, every
+//! response body is read under a bound, and an exec's multiplexed output is
+//! decoded frame by frame into bounded buffers, so a hostile or broken
+//! engine costs bounded memory.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{CONNECTION, CONTENT_TYPE, UPGRADE};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyperlocal::UnixConnector;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+/// The Engine API version every request path names.
+pub const API_VERSION: &str = "1.45";
+/// Largest JSON body the broker reads from the engine.
+pub const MAX_JSON_BYTES: usize = 4 << 20;
+/// Largest error body read (and discarded) before a connection is reused.
+const MAX_ERROR_BYTES: usize = 64 << 10;
+/// Size of the scratch buffer output beyond the bound is discarded through.
+const DISCARD_CHUNK: usize = 16 << 10;
+
+/// Bytes kept verbatim in a path segment: unreserved characters, plus `:`
+/// and `@` (image digests). Everything else is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b':')
+    .remove(b'@');
+
+/// How a request ended without a usable answer. Carries no engine text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineError {
+    /// The socket did not accept a connection: nothing was sent.
+    Unreachable,
+    /// The engine answered with this error status.
+    Status(u16),
+    /// The request may have reached the engine, but its answer was lost,
+    /// malformed or over its bound.
+    Unconfirmed,
+}
+
+/// The body of a request.
+pub enum Body {
+    /// No body.
+    Empty,
+    /// A JSON document.
+    Json(Vec<u8>),
+    /// A tar archive.
+    Tar(Vec<u8>),
+}
+
+impl Body {
+    /// `value` as a JSON body.
+    pub fn json(value: &impl Serialize) -> Self {
+        // Serialising the engine's models into a Vec cannot fail.
+        Body::Json(serde_json::to_vec(value).unwrap_or_default())
+    }
+}
+
+/// What an exec's attached streams delivered.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ExecStreams {
+    /// Standard output, up to the bound.
+    pub stdout: Vec<u8>,
+    /// Standard error, up to the bound.
+    pub stderr: Vec<u8>,
+    /// A stream went over the bound; reading stopped there.
+    pub overflowed: bool,
+}
+
+/// A pooled HTTP/1.1 client for one engine socket.
+#[derive(Clone)]
+pub struct Engine {
+    client: Client<UnixConnector, Full<Bytes>>,
+    /// `unix://<hex of the socket path>:0`, the authority hyperlocal dials.
+    authority: String,
+}
+
+impl Engine {
+    /// A client for the engine at `socket` (nothing is dialled yet).
+    pub fn new(socket: &Path) -> Self {
+        let client = Client::builder(TokioExecutor::new()).build(UnixConnector);
+        let authority = format!(
+            "unix://{}:0",
+            hex::encode(socket.as_os_str().as_encoded_bytes())
+        );
+        Self { client, authority }
+    }
+
+    /// The URI of `segments` under the pinned version (or unversioned, for
+    /// the version probe), with `query` form-encoded.
+    fn uri(&self, versioned: bool, segments: &[&str], query: &[(&str, &str)]) -> String {
+        let mut uri = self.authority.clone();
+        if versioned {
+            uri.push_str("/v");
+            uri.push_str(API_VERSION);
+        }
+        for segment in segments {
+            uri.push('/');
+            uri.extend(utf8_percent_encode(segment, SEGMENT));
+        }
+        if !query.is_empty() {
+            uri.push('?');
+            uri.push_str(
+                &form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(query)
+                    .finish(),
+            );
+        }
+        uri
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        uri: String,
+        body: Body,
+    ) -> Result<Request<Full<Bytes>>, EngineError> {
+        let builder = Request::builder().method(method).uri(uri);
+        let (builder, bytes) = match body {
+            Body::Empty => (builder, Bytes::new()),
+            Body::Json(json) => (
+                builder.header(CONTENT_TYPE, "application/json"),
+                json.into(),
+            ),
+            Body::Tar(tar) => (
+                builder.header(CONTENT_TYPE, "application/x-tar"),
+                tar.into(),
+            ),
+        };
+        // Only a malformed URI fails here, and nothing has been sent.
+        builder
+            .body(Full::new(bytes))
+            .map_err(|_| EngineError::Unreachable)
+    }
+
+    async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, EngineError> {
+        self.client.request(request).await.map_err(|error| {
+            if error.is_connect() {
+                EngineError::Unreachable
+            } else {
+                EngineError::Unconfirmed
+            }
+        })
+    }
+
+    /// One request; a success answer's body, read under [`MAX_JSON_BYTES`].
+    pub async fn call(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        body: Body,
+    ) -> Result<Bytes, EngineError> {
+        let request = self.request(method, self.uri(true, segments, query), body)?;
+        read_answer(self.send(request).await?).await
+    }
+
+    /// [`Self::call`] and decode the JSON answer.
+    pub async fn json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        body: Body,
+    ) -> Result<T, EngineError> {
+        let bytes = self.call(method, segments, query, body).await?;
+        serde_json::from_slice(&bytes).map_err(|_| EngineError::Unconfirmed)
+    }
+
+    /// `GET /version` without a version prefix: an engine older than the
+    /// pinned API refuses versioned paths, and this is how it is detected.
+    pub async fn version_unversioned<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
+        let request = self.request(Method::GET, self.uri(false, &["version"], &[]), Body::Empty)?;
+        let bytes = read_answer(self.send(request).await?).await?;
+        serde_json::from_slice(&bytes).map_err(|_| EngineError::Unconfirmed)
+    }
+
+    /// Starts exec `id` attached (the connection is upgraded to a raw
+    /// stream), writes `stdin` and closes it, and reads the multiplexed
+    /// output into buffers of at most `limit` bytes each. Reading stops at
+    /// the first byte over the bound: the outcome is then incomplete anyway.
+    pub async fn exec_start(
+        &self,
+        id: &str,
+        stdin: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<ExecStreams, EngineError> {
+        let body = Body::json(&serde_json::json!({ "Detach": false, "Tty": false }));
+        let mut request = self.request(
+            Method::POST,
+            self.uri(true, &["exec", id, "start"], &[]),
+            body,
+        )?;
+        let headers = request.headers_mut();
+        headers.insert(
+            CONNECTION,
+            hyper::header::HeaderValue::from_static("Upgrade"),
+        );
+        headers.insert(UPGRADE, hyper::header::HeaderValue::from_static("tcp"));
+        let response = self.send(request).await?;
+        if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+            let status = response.status();
+            drain(response).await;
+            return Err(if status.is_success() {
+                EngineError::Unconfirmed
+            } else {
+                EngineError::Status(status.as_u16())
+            });
+        }
+        let upgraded = hyper::upgrade::on(response)
+            .await
+            .map_err(|_| EngineError::Unconfirmed)?;
+        let (mut reader, mut writer) = tokio::io::split(TokioIo::new(upgraded));
+        let write = async {
+            if let Some(stdin) = stdin {
+                writer.write_all(stdin).await?;
+            }
+            writer.shutdown().await
+        };
+        let (written, read) = tokio::join!(write, read_frames(&mut reader, limit));
+        // A command may exit without reading all of its stdin; its outcome
+        // is still known, so a broken pipe on the write side is no error.
+        if written.is_err() {
+            tracing::debug!(event = "exec_stdin_not_consumed");
+        }
+        read.map_err(|_| EngineError::Unconfirmed)
+    }
+}
+
+/// The body of a success answer under [`MAX_JSON_BYTES`]; an error status
+/// with its body read (bounded) and discarded, so no engine text travels.
+async fn read_answer(
+    response: hyper::Response<hyper::body::Incoming>,
+) -> Result<Bytes, EngineError> {
+    let status = response.status();
+    if !(status.is_success() || status == StatusCode::NOT_MODIFIED) {
+        drain(response).await;
+        return Err(EngineError::Status(status.as_u16()));
+    }
+    Limited::new(response.into_body(), MAX_JSON_BYTES)
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|_| EngineError::Unconfirmed)
+}
+
+/// Reads a small body to its end so the connection can be reused; a larger
+/// one is dropped with its connection.
+async fn drain(response: hyper::Response<hyper::body::Incoming>) {
+    let _ = Limited::new(response.into_body(), MAX_ERROR_BYTES)
+        .collect()
+        .await;
+}
+
+/// Decodes the engine's multiplexed stream: frames of an 8-byte header
+/// (stream, three zero bytes, big-endian length) and their payload. Payload
+/// beyond a buffer's room is never stored: reading stops at the first
+/// overflow, so memory stays at `2 × limit` plus one scratch chunk whatever
+/// the frames claim.
+pub async fn read_frames(
+    reader: &mut (impl AsyncRead + Unpin),
+    limit: usize,
+) -> std::io::Result<ExecStreams> {
+    let mut streams = ExecStreams::default();
+    let mut header = [0u8; 8];
+    loop {
+        // A clean end is an end between frames.
+        if reader.read(&mut header[..1]).await? == 0 {
+            return Ok(streams);
+        }
+        reader.read_exact(&mut header[1..]).await?;
+        let mut remaining =
+            u32::from_be_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let buffer = match header[0] {
+            1 => Some(&mut streams.stdout),
+            2 => Some(&mut streams.stderr),
+            _ => None,
+        };
+        match buffer {
+            Some(buffer) => {
+                let room = limit.saturating_sub(buffer.len());
+                let keep = remaining.min(room);
+                let start = buffer.len();
+                buffer.resize(start + keep, 0);
+                reader.read_exact(&mut buffer[start..]).await?;
+                remaining -= keep;
+                if remaining > 0 {
+                    streams.overflowed = true;
+                    return Ok(streams);
+                }
+            }
+            None => discard(reader, remaining).await?,
+        }
+    }
+}
+
+async fn discard(
+    reader: &mut (impl AsyncRead + Unpin),
+    mut remaining: usize,
+) -> std::io::Result<()> {
+    let mut scratch = [0u8; DISCARD_CHUNK];
+    while remaining > 0 {
+        let step = remaining.min(DISCARD_CHUNK);
+        reader.read_exact(&mut scratch[..step]).await?;
+        remaining -= step;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(stream: u8, payload: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![stream, 0, 0, 0];
+        bytes.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    async fn decode(bytes: &[u8], limit: usize) -> std::io::Result<ExecStreams> {
+        read_frames(&mut &bytes[..], limit).await
+    }
+
+    #[tokio::test]
+    async fn frames_are_demultiplexed_in_order() {
+        let mut bytes = frame(1, b"out-1 ");
+        bytes.extend(frame(2, b"err"));
+        bytes.extend(frame(1, b"out-2"));
+        bytes.extend(frame(0, b"stdin echo is ignored"));
+        let streams = decode(&bytes, 64).await.expect("decoded");
+        assert_eq!(streams.stdout, b"out-1 out-2");
+        assert_eq!(streams.stderr, b"err");
+        assert!(!streams.overflowed);
+    }
+
+    #[tokio::test]
+    async fn output_at_the_bound_fits_and_one_byte_more_overflows() {
+        let fits = decode(&frame(1, &[7; 16]), 16).await.expect("decoded");
+        assert_eq!((fits.stdout.len(), fits.overflowed), (16, false));
+        let over = decode(&frame(1, &[7; 17]), 16).await.expect("decoded");
+        assert_eq!((over.stdout.len(), over.overflowed), (16, true));
+    }
+
+    #[tokio::test]
+    async fn a_frame_claiming_four_gib_costs_only_the_bound() {
+        // The header claims u32::MAX bytes; only 32 follow. The decoder keeps
+        // at most the bound and stops, never allocating what the header says.
+        let mut bytes = vec![1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        bytes.extend_from_slice(&[1; 32]);
+        let streams = decode(&bytes, 16).await.expect("decoded");
+        assert_eq!((streams.stdout.len(), streams.overflowed), (16, true));
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_inside_a_frame_is_an_error() {
+        let mut bytes = frame(1, b"complete");
+        bytes.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 9, b'x']);
+        assert!(decode(&bytes, 64).await.is_err());
+        assert!(decode(&[2, 0, 0], 64).await.is_err(), "cut inside a header");
+    }
+
+    #[test]
+    fn paths_carry_the_version_and_encode_segments() {
+        let engine = Engine::new(Path::new("/run/e.sock"));
+        let uri = engine.uri(
+            true,
+            &["images", "get?names=x&y=#", "json"],
+            &[("a", "b c")],
+        );
+        let authority = format!("unix://{}:0", hex::encode("/run/e.sock"));
+        assert_eq!(
+            uri,
+            format!("{authority}/v1.45/images/get%3Fnames%3Dx%26y%3D%23/json?a=b+c")
+        );
+        assert_eq!(
+            engine.uri(false, &["version"], &[]),
+            format!("{authority}/version")
+        );
+        assert!(
+            engine
+                .uri(true, &["images", "name@sha256:ab", "json"], &[])
+                .ends_with("/v1.45/images/name@sha256:ab/json")
+        );
+    }
+}
