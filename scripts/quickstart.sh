@@ -98,16 +98,17 @@ level = "info"
 [kinds.docker]
 docker_socket = "$socket"
 
-[kinds.docker.configuration]
+# The host's container policy: every container of the kind gets it.
+[kinds.docker.container_policy]
 image = "$image"
 network = "none"
-
-[kinds.docker.configuration.resources]
+seccomp_profile = "$dir/seccomp/seccomp.json"
 cpus = 1
 memory_mib = 256
 
-[kinds.docker.configuration_files]
-seccomp_profile = "$dir/seccomp/seccomp.json"
+# The adapter's own configuration.
+[kinds.docker.configuration]
+extra_hosts = ["core.internal:10.0.0.1"]
 EOF
 echo "$dir/node.toml"
 

@@ -16,33 +16,14 @@ use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::json;
 use sha2::Digest;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use support::*;
-use tokio::sync::OnceCell;
 
 const CANARY: &str = "canary-daemon-credential-7f3a";
 
-/// The assembled seccomp profile (from the upstream copy beside the repo).
-fn seccomp_profile() -> String {
-    let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        });
-    let upstream = std::fs::read(dir.join("moby-default-65adc7e.json"))
-        .expect("upstream seccomp profile beside the repository");
-    oac_seccomp::assemble(&upstream)
-        .expect("pinned profile")
-        .to_string()
-}
-
 /// The image is imported once per test binary.
 async fn image(engine: &Docker) -> String {
-    static IMAGE: OnceCell<String> = OnceCell::const_new();
-    IMAGE
-        .get_or_init(async || runtime_image::import(engine).await.expect("runtime image"))
-        .await
-        .clone()
+    runtime_image_id(engine).await
 }
 
 fn direct(socket: &Path) -> Docker {

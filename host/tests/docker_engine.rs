@@ -295,3 +295,64 @@ async fn injected_faults_act_at_the_capability_boundary() {
             .expect("cleanup");
     }
 }
+
+/// A component that asks the capability for as little as it can — a name
+/// and a command — still gets a container under the whole policy, checked
+/// from inside: the runtime user, no capabilities, no-new-privileges, the
+/// seccomp filter, a read-only root and a read-only /proc/sys; and every
+/// exec runs as the runtime user too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
+    let Some(socket) = engine_socket("policy from inside") else {
+        return;
+    };
+    let engine = direct(&socket);
+    let image = runtime_image_id(&engine).await;
+    let container = unique("oac-hostile");
+    let probe = "id -u; id -g; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; \
+                 grep ' /proc/sys ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1; \
+                 touch /rootfs-probe 2>/dev/null && echo root-writable || echo root-read-only";
+    let steering = json!({
+        "action": "run",
+        "container": container,
+        "cmd": ["sleep", "600"],
+        "args": ["sh", "-c", probe],
+    });
+    let mut binding = binding(Some(socket.clone()), steering);
+    binding.container_policy = Some(policy_with(&image, &seccomp_profile(), false));
+    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+        .await
+        .expect("host loads");
+    let answer = host
+        .get_info("steerable", reference(&container), budget())
+        .await;
+    let _ = engine
+        .remove_container(
+            &container,
+            Some(
+                bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                    .force(true)
+                    .build(),
+            ),
+        )
+        .await;
+    let seen = answer.expect("ran").provider_id.expect("stdout");
+    let lines: Vec<Vec<&str>> = seen
+        .lines()
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            vec!["1000"],
+            vec!["1000"],
+            vec!["CapPrm:", "0000000000000000"],
+            vec!["CapEff:", "0000000000000000"],
+            vec!["NoNewPrivs:", "1"],
+            vec!["Seccomp:", "2"],
+            vec!["ro"],
+            vec!["root-read-only"],
+        ],
+        "{seen}"
+    );
+}

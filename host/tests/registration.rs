@@ -95,13 +95,43 @@ async fn a_duplicate_kind_is_rejected_before_loading() {
 
 #[tokio::test]
 async fn a_bad_node_binding_is_rejected_before_loading() {
+    // Offline loading needs no native binding; connecting needs each one
+    // the kind is granted, checked before any component is read.
+    let connecting = |binding: sandbox_host::NodeBinding| async move {
+        let table = vec![missing_component("granted")];
+        let bindings = BTreeMap::from([("granted".to_string(), binding)]);
+        Host::load(
+            runtime(),
+            &table,
+            &plugin_dir(),
+            &bindings,
+            Connect::Capabilities,
+        )
+        .await
+    };
     assert!(matches!(
-        outcome(vec![missing_component("nosocket")], None).await,
+        connecting(binding(None, json!({}))).await,
         Err(HostError::Registration(RegistrationError::InvalidField {
             field: "docker_socket",
             ..
         }))
     ));
+    let mut without_policy = binding(Some("/run/engine.sock".into()), json!({}));
+    without_policy.container_policy = None;
+    assert!(matches!(
+        connecting(without_policy).await,
+        Err(HostError::Registration(RegistrationError::InvalidField {
+            field: "container_policy",
+            ..
+        }))
+    ));
+    assert!(
+        matches!(
+            outcome(vec![missing_component("offline")], None).await,
+            Err(HostError::Load(_))
+        ),
+        "offline, the binding passes and the missing component is what fails"
+    );
     let table = vec![missing_component("unbound")];
     let outcome = Host::load(
         runtime(),

@@ -59,6 +59,30 @@ pub fn steerable(kind: &str) -> Registration {
     }
 }
 
+/// The assembled seccomp profile (from the upstream copy beside the repo,
+/// or `OAC_SECCOMP_UPSTREAM`).
+pub fn seccomp_profile() -> String {
+    let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
+        });
+    let upstream = std::fs::read(dir.join("moby-default-65adc7e.json"))
+        .expect("upstream seccomp profile beside the repository");
+    oac_seccomp::assemble(&upstream)
+        .expect("pinned profile")
+        .to_string()
+}
+
+/// The test runtime image's id, imported once per test binary.
+pub async fn runtime_image_id(engine: &bollard::Docker) -> String {
+    static IMAGE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    IMAGE
+        .get_or_init(async || runtime_image::import(engine).await.expect("runtime image"))
+        .await
+        .clone()
+}
+
 /// The image of [`policy`] when a test runs no container.
 pub const NO_IMAGE: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000001";

@@ -140,9 +140,11 @@ pub struct ContainerRequest {
 impl ContainerRequest {
     /// Checks a component's spec.
     pub fn check(spec: &ContainerSpec) -> Result<Self, Invalid> {
-        if !is_resource_name(&spec.name) {
+        // A name that could never be addressed afterwards is refused too.
+        if !is_resource_name(&spec.name) || is_full_id(&spec.name) {
             return Err(Invalid("container name"));
         }
+        container_key(&spec.name)?;
         if spec.cmd.len() > MAX_LIST || !spec.cmd.iter().all(|arg| is_entry(arg)) {
             return Err(Invalid("cmd"));
         }
@@ -299,6 +301,11 @@ mod tests {
             (Box::new(|s| s.name = "/escape".into()), "container name"),
             (Box::new(|s| s.name = "x".into()), "container name"),
             (Box::new(|s| s.name = "a/../b".into()), "container name"),
+            (
+                Box::new(|s| s.name = "0123456789ab".into()),
+                "container name",
+            ),
+            (Box::new(|s| s.name = "f".repeat(64)), "container name"),
             (Box::new(|s| s.cmd = vec!["a\0b".into()]), "cmd"),
             (Box::new(|s| s.cmd = vec!["x".into(); MAX_LIST + 1]), "cmd"),
             (Box::new(|s| s.env = vec!["NOVALUE".into()]), "env"),

@@ -1,0 +1,926 @@
+//! A hostile component against the host's container policy. The steerable
+//! test component asks the Docker capability for whatever the contract lets
+//! it ask (and the tests steer it to ask badly); the engine is the contract
+//! suite's stateful fake, so what reached it is checked literally, or a
+//! deliberately hostile engine that answers with unbounded bodies and
+//! frames. The real-engine side (settings seen from inside a container) is
+//! in `docker_engine.rs`.
+
+#[path = "../../contract-suite/src/fixtures/docker_engine.rs"]
+#[allow(dead_code, missing_docs)]
+mod docker_engine;
+mod support;
+
+use bollard::Docker;
+use docker_engine::FakeDockerEngine;
+use sandbox_host::bindings::{Error, Reference};
+use sandbox_host::capability::faults::{Fault, NativeHook, NativeRequest};
+use sandbox_host::host::Connect;
+use sandbox_host::{Budget, Host};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use support::*;
+
+fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: allocation.into(),
+    }
+}
+
+fn budget() -> Budget {
+    Budget::from_millis(5_000).expect("budget")
+}
+
+/// The fake engine with the policy's image present.
+async fn fake_engine() -> Arc<FakeDockerEngine> {
+    let engine = FakeDockerEngine::start().await.expect("fake engine");
+    engine.insert_image("oac-test-runtime:test", NO_IMAGE);
+    Arc::new(engine)
+}
+
+/// The steerable kind, steered by `steering`, against `engine`, with `hook`.
+async fn steered(
+    engine: &FakeDockerEngine,
+    installation: &str,
+    steering: Value,
+    hook: Option<Arc<dyn NativeHook>>,
+) -> Host {
+    let mut binding = binding(Some(engine.socket().to_path_buf()), steering);
+    binding.installation_id = installation.into();
+    binding.hook = hook;
+    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+        .await
+        .expect("host loads against the fake engine");
+    engine.clear_requests();
+    host
+}
+
+/// One steered `get-info` for `allocation`: the component's answer (its
+/// provider id carries what the capability returned).
+async fn act(host: &Host, allocation: &str) -> Result<String, Error> {
+    host.get_info("steerable", reference(allocation), budget())
+        .await
+        .map(|info| info.provider_id.unwrap_or_default())
+}
+
+/// Steers one action against `engine` as installation `inst-test`.
+async fn attempt(engine: &FakeDockerEngine, steering: Value) -> Result<String, Error> {
+    let host = steered(engine, INSTALLATION, steering, None).await;
+    act(&host, "a").await
+}
+
+fn direct(engine: &FakeDockerEngine) -> Docker {
+    Docker::connect_with_unix(
+        engine.socket().to_str().expect("path"),
+        10,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("client")
+}
+
+/// A tar with one entry, written from raw headers so any type, mode, owner
+/// or path can be asked for.
+fn tar_with(path: &str, kind: tar::EntryType, mode: u32, owner: u64) -> Vec<u8> {
+    let mut header = tar::Header::new_ustar();
+    header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+    header.set_entry_type(kind);
+    header.set_mode(mode);
+    header.set_uid(owner);
+    header.set_gid(owner);
+    header.set_size(if kind == tar::EntryType::Regular {
+        1
+    } else {
+        0
+    });
+    header.set_cksum();
+    let mut bytes = header.as_bytes().to_vec();
+    if kind == tar::EntryType::Regular {
+        bytes.push(b'x');
+        bytes.resize(1024, 0);
+    }
+    bytes.extend_from_slice(&[0; 1024]);
+    bytes
+}
+
+#[tokio::test]
+async fn requests_the_contract_forbids_are_invalid_before_any_request() {
+    let engine = fake_engine().await;
+    let create = |extra: Value| {
+        let mut steering = json!({ "action": "container-create" });
+        for (key, value) in extra.as_object().expect("object") {
+            steering[key] = value.clone();
+        }
+        steering
+    };
+    let mount = |volume: &str, target: &str, subpath: Option<&str>| json!({ "mounts": [{ "volume": volume, "target": target, "subpath": subpath }] });
+    let upload = |path: &str, archive: Vec<u8>| json!({ "action": "archive-upload", "container": "oac-box", "path": path, "archive": archive });
+    let cases = vec![
+        create(json!({ "container": "/escape" })),
+        create(json!({ "container": "x" })),
+        create(json!({ "container": "0123456789ab" })),
+        create(json!({ "container": "a/../b" })),
+        create(mount("oac-vol", "/", None)),
+        create(mount("oac-vol", "/proc", None)),
+        create(mount("oac-vol", "/sys/fs/cgroup", None)),
+        create(mount("oac-vol", "/dev/shm", None)),
+        create(mount("oac-vol", "/tmp", None)),
+        create(mount("oac-vol", "/home/../etc", None)),
+        create(mount("oac-vol", "relative", None)),
+        create(mount("oac-vol", "/data", Some("../up"))),
+        create(mount("oac-vol", "/data", Some("/abs"))),
+        create(mount("/etc", "/data", None)),
+        create(mount("/var/run/docker.sock", "/var/run/docker.sock", None)),
+        create(json!({ "hosts": [["core.internal", "host-gateway"]] })),
+        create(json!({ "hosts": [["core.internal", "example.com"]] })),
+        create(json!({ "hosts": [["a b", "10.0.0.1"]] })),
+        create(json!({ "env": ["NO_EQUALS_SIGN"] })),
+        create(json!({ "working_dir": "relative" })),
+        json!({ "action": "container-inspect", "container": "0123456789ab" }),
+        json!({ "action": "container-inspect", "container": "get?names=x&y=" }),
+        json!({ "action": "container-inspect", "container": "../containers/x" }),
+        json!({ "action": "container-start", "container": "abc" }),
+        json!({ "action": "container-remove", "container": "oac%2Fx" }),
+        json!({ "action": "exec", "container": "oac-box", "args": [] }),
+        json!({ "action": "exec", "container": "oac-box", "args": ["id"], "working_dir": "tmp" }),
+        json!({ "action": "volume-create", "volume": "/etc" }),
+        json!({ "action": "volume-inspect", "volume": "../volumes" }),
+        json!({ "action": "volume-remove", "volume": "x" }),
+        upload(
+            "relative",
+            tar_with("f", tar::EntryType::Regular, 0o600, 1000),
+        ),
+        upload(
+            "/home/../etc",
+            tar_with("f", tar::EntryType::Regular, 0o600, 1000),
+        ),
+        upload("/home", vec![7; 900]),
+        upload(
+            "/home",
+            tar_with("suid", tar::EntryType::Regular, 0o4755, 1000),
+        ),
+        upload(
+            "/home",
+            tar_with("sgid", tar::EntryType::Regular, 0o2755, 1000),
+        ),
+        upload("/home", tar_with("kmsg", tar::EntryType::Char, 0o600, 1000)),
+        upload("/home", tar_with("sda", tar::EntryType::Block, 0o600, 1000)),
+        upload("/home", tar_with("fifo", tar::EntryType::Fifo, 0o600, 1000)),
+        upload(
+            "/home",
+            tar_with("link", tar::EntryType::Symlink, 0o777, 1000),
+        ),
+        upload("/home", tar_with("root", tar::EntryType::Regular, 0o600, 0)),
+        upload(
+            "/home",
+            tar_with("../up", tar::EntryType::Regular, 0o600, 1000),
+        ),
+    ];
+    for steering in cases {
+        let answer = attempt(&engine, steering.clone()).await;
+        assert_eq!(answer, Err(Error::Invalid), "{steering}");
+        assert!(
+            engine.requests().is_empty(),
+            "{steering}: reached the engine: {:?}",
+            engine.requests()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_container_that_asks_for_nothing_gets_the_whole_policy() {
+    let engine = fake_engine().await;
+    let id = attempt(
+        &engine,
+        json!({ "action": "container-create", "container": "oac-box" }),
+    )
+    .await
+    .expect("created");
+    let inspected = direct(&engine)
+        .inspect_container(&id, None)
+        .await
+        .expect("inspect");
+    let config = inspected.config.expect("config");
+    let host = inspected.host_config.expect("host config");
+    assert_eq!(config.user.as_deref(), Some("1000:1000"));
+    assert_eq!(config.image.as_deref(), Some(NO_IMAGE));
+    assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+    assert_eq!(host.readonly_rootfs, Some(true));
+    let security = host.security_opt.unwrap_or_default();
+    assert!(security.contains(&"no-new-privileges".to_string()));
+    assert!(security.contains(&"apparmor=unconfined".to_string()));
+    assert!(security.contains(&format!("seccomp={SMALL_SECCOMP}")));
+    assert_eq!(host.network_mode.as_deref(), Some("none"));
+    assert_eq!(host.nano_cpus, Some(500_000_000));
+    assert_eq!(host.memory, Some(256 << 20));
+    assert_eq!(host.pids_limit, Some(128));
+    assert_eq!(host.init, Some(false));
+    assert!(
+        host.readonly_paths
+            .unwrap_or_default()
+            .contains(&"/proc/sys".to_string())
+    );
+    assert!(
+        host.masked_paths
+            .unwrap_or_default()
+            .contains(&"/proc/kcore".to_string())
+    );
+    assert_eq!(
+        host.log_config.and_then(|log| log.typ).as_deref(),
+        Some("json-file")
+    );
+    let labels = config.labels.unwrap_or_default();
+    for (key, value) in [
+        ("io.oac.installation", INSTALLATION),
+        ("io.oac.tenant", "t"),
+        ("io.oac.environment", "e"),
+        ("io.oac.allocation", "a"),
+    ] {
+        assert_eq!(labels.get(key).map(String::as_str), Some(value), "{key}");
+    }
+}
+
+#[tokio::test]
+async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
+    let engine = fake_engine().await;
+    let owner = steered(
+        &engine,
+        INSTALLATION,
+        json!({ "action": "volume-create", "volume": "oac-vol-a" }),
+        None,
+    )
+    .await;
+    act(&owner, "a").await.expect("volume created for a");
+    let owner = steered(
+        &engine,
+        INSTALLATION,
+        json!({ "action": "container-create", "container": "oac-box-a",
+                "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
+        None,
+    )
+    .await;
+    let id = act(&owner, "a").await.expect("container created for a");
+    let labels_before = engine.volume_labels("oac-vol-a");
+    for (installation, allocation) in [(INSTALLATION, "b"), ("other-installation", "a")] {
+        for (steering, reads) in [
+            (
+                json!({ "action": "container-inspect", "container": "oac-box-a" }),
+                1,
+            ),
+            (json!({ "action": "container-inspect", "container": id }), 1),
+            (
+                json!({ "action": "container-start", "container": "oac-box-a" }),
+                1,
+            ),
+            (json!({ "action": "container-remove", "container": id }), 1),
+            (
+                json!({ "action": "container-stats", "container": "oac-box-a" }),
+                1,
+            ),
+            (
+                json!({ "action": "exec", "container": "oac-box-a", "args": ["id"] }),
+                1,
+            ),
+            (
+                json!({ "action": "volume-inspect", "volume": "oac-vol-a" }),
+                1,
+            ),
+            (
+                json!({ "action": "volume-remove", "volume": "oac-vol-a" }),
+                1,
+            ),
+            (
+                json!({ "action": "container-create", "container": "oac-box-b",
+                        "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
+                1,
+            ),
+            // The engine answers an existing name instead of creating it.
+            (
+                json!({ "action": "volume-create", "volume": "oac-vol-a" }),
+                1,
+            ),
+        ] {
+            let host = steered(&engine, installation, steering.clone(), None).await;
+            let answer = act(&host, allocation).await;
+            assert_eq!(
+                answer,
+                Err(Error::Ownership),
+                "{installation}/{allocation}: {steering}"
+            );
+            let requests = engine.requests();
+            assert_eq!(requests.len(), reads, "{steering}: {requests:?}");
+        }
+    }
+    assert_eq!(
+        engine.volume_labels("oac-vol-a"),
+        labels_before,
+        "untouched"
+    );
+    assert_eq!(engine.containers(), vec!["oac-box-a".to_string()]);
+    // Listing shows only the call's own allocation.
+    let lister = steered(
+        &engine,
+        INSTALLATION,
+        json!({ "action": "container-list" }),
+        None,
+    )
+    .await;
+    assert_eq!(act(&lister, "a").await, Ok("oac-box-a".into()));
+    assert_eq!(act(&lister, "b").await, Ok(String::new()));
+}
+
+#[tokio::test]
+async fn an_id_prefix_never_resolves_to_a_container() {
+    let engine = fake_engine().await;
+    let id = attempt(
+        &engine,
+        json!({ "action": "container-create", "container": "oac-box" }),
+    )
+    .await
+    .expect("created");
+    for prefix in [&id[..12], &id[..63]] {
+        let answer = attempt(
+            &engine,
+            json!({ "action": "container-inspect", "container": prefix }),
+        )
+        .await;
+        assert_eq!(answer, Err(Error::Invalid), "{prefix}");
+        assert!(engine.requests().is_empty());
+    }
+    let found = attempt(
+        &engine,
+        json!({ "action": "container-inspect", "container": id }),
+    )
+    .await
+    .expect("the full id");
+    assert_eq!(found, format!("{id} conforms=true"));
+}
+
+/// Swaps the named container for a foreign one of the same name just before
+/// the first request with `action`.
+#[derive(Debug)]
+struct Swap {
+    engine: Arc<FakeDockerEngine>,
+    container: String,
+    action: &'static str,
+    done: AtomicBool,
+    replacement: Mutex<Option<String>>,
+}
+
+impl NativeHook for Swap {
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        if request.action == self.action && !self.done.swap(true, Ordering::SeqCst) {
+            let foreign = BTreeMap::from([("io.oac.installation".to_string(), "x".to_string())]);
+            *self.replacement.lock().expect("lock") =
+                self.engine.replace_container(&self.container, foreign);
+        }
+        None
+    }
+}
+
+#[tokio::test]
+async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
+    let engine = fake_engine().await;
+    attempt(
+        &engine,
+        json!({ "action": "container-create", "container": "oac-box" }),
+    )
+    .await
+    .expect("created");
+    for action in [
+        "container-start",
+        "exec-create",
+        "container-remove",
+        "container-stats",
+    ] {
+        let swap = Arc::new(Swap {
+            engine: engine.clone(),
+            container: "oac-box".into(),
+            action,
+            done: AtomicBool::new(false),
+            replacement: Mutex::new(None),
+        });
+        let steering = match action {
+            "exec-create" => json!({ "action": "exec", "container": "oac-box", "args": ["id"] }),
+            "container-remove" => json!({ "action": "container-remove", "container": "oac-box" }),
+            "container-stats" => json!({ "action": "container-stats", "container": "oac-box" }),
+            _ => json!({ "action": "container-start", "container": "oac-box" }),
+        };
+        let host = steered(&engine, INSTALLATION, steering, Some(swap.clone())).await;
+        let previous = engine.requests();
+        let answer = act(&host, "a").await;
+        let foreign = swap
+            .replacement
+            .lock()
+            .expect("lock")
+            .clone()
+            .expect("the container was swapped");
+        let requests = engine.requests();
+        assert!(
+            !matches!(answer, Ok(_)),
+            "{action}: the swapped container answered: {answer:?}"
+        );
+        assert!(
+            requests.iter().all(|request| !request.contains(&foreign)),
+            "{action}: the foreign container was named: {requests:?} (before {previous:?})"
+        );
+        let status = direct(&engine)
+            .inspect_container("oac-box", None)
+            .await
+            .expect("the foreign container is still there")
+            .state
+            .and_then(|state| state.status);
+        assert_eq!(
+            status,
+            Some(bollard::models::ContainerStateStatusEnum::CREATED),
+            "{action}: the foreign container was never started"
+        );
+        // Put one of ours back under the name for the next action.
+        direct(&engine)
+            .remove_container(
+                "oac-box",
+                None::<bollard::query_parameters::RemoveContainerOptions>,
+            )
+            .await
+            .expect("remove the foreign one");
+        attempt(
+            &engine,
+            json!({ "action": "container-create", "container": "oac-box" }),
+        )
+        .await
+        .expect("recreated");
+    }
+}
+
+/// Tamperings an engine could apply instead of the policy, by create-body field.
+fn tamperings() -> Vec<(
+    &'static str,
+    Box<dyn Fn(&mut serde_json::Map<String, Value>) + Send>,
+)> {
+    fn host_config(
+        key: &'static str,
+        value: Value,
+    ) -> Box<dyn Fn(&mut serde_json::Map<String, Value>) + Send> {
+        Box::new(move |body| {
+            body["HostConfig"][key] = value.clone();
+        })
+    }
+    vec![
+        ("user 0", Box::new(|body| body["User"] = json!("0"))),
+        ("user 0:0", Box::new(|body| body["User"] = json!("0:0"))),
+        ("user root", Box::new(|body| body["User"] = json!("root"))),
+        (
+            "user 1000:0",
+            Box::new(|body| body["User"] = json!("1000:0")),
+        ),
+        (
+            "no user",
+            Box::new(|body| {
+                body.remove("User");
+            }),
+        ),
+        ("capabilities kept", host_config("CapDrop", json!([]))),
+        (
+            "capability added",
+            host_config("CapAdd", json!(["SYS_ADMIN"])),
+        ),
+        (
+            "no no-new-privileges",
+            host_config("SecurityOpt", json!(["apparmor=unconfined"])),
+        ),
+        (
+            "seccomp unconfined",
+            host_config(
+                "SecurityOpt",
+                json!([
+                    "no-new-privileges",
+                    "seccomp=unconfined",
+                    "apparmor=unconfined"
+                ]),
+            ),
+        ),
+        ("writable root", host_config("ReadonlyRootfs", json!(false))),
+        (
+            "no read-only paths",
+            host_config("ReadonlyPaths", json!([])),
+        ),
+        (
+            "minimal masks without nested sandbox",
+            host_config(
+                "MaskedPaths",
+                json!(["/sys/firmware", "/sys/devices/virtual/powercap"]),
+            ),
+        ),
+        ("privileged", host_config("Privileged", json!(true))),
+        (
+            "bridge network",
+            host_config("NetworkMode", json!("bridge")),
+        ),
+        ("host network", host_config("NetworkMode", json!("host"))),
+        ("no cpu limit", host_config("NanoCpus", json!(0))),
+        ("no memory limit", host_config("Memory", json!(0))),
+        ("no pids limit", host_config("PidsLimit", json!(0))),
+        (
+            "excessive pids limit",
+            host_config("PidsLimit", json!(100000)),
+        ),
+        ("init", host_config("Init", json!(true))),
+        ("bind mount", host_config("Binds", json!(["/:/host"]))),
+        (
+            "no log bound",
+            host_config("LogConfig", json!({ "Type": "json-file" })),
+        ),
+        (
+            "bigger /tmp",
+            host_config("Tmpfs", json!({ "/tmp": "size=8g" })),
+        ),
+        (
+            "unpinned image",
+            Box::new(|body| body["Image"] = json!("oac-test-runtime:test")),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_container_that_fails_verification_is_removed_and_never_used() {
+    for (name, tamper) in tamperings() {
+        let engine = fake_engine().await;
+        engine.tamper_creates(tamper);
+        let answer = attempt(
+            &engine,
+            json!({ "action": "run", "container": "oac-box", "cmd": ["sleep", "60"], "args": ["id"] }),
+        )
+        .await;
+        assert_eq!(answer, Err(Error::ComputeUnconfirmed), "{name}");
+        let requests = engine.requests();
+        assert!(
+            requests
+                .iter()
+                .any(|r| r.starts_with("DELETE /containers/")),
+            "{name}: not removed: {requests:?}"
+        );
+        assert!(
+            !requests
+                .iter()
+                .any(|r| r.ends_with("/start") || r.ends_with("/exec") || r.contains("/archive")),
+            "{name}: used: {requests:?}"
+        );
+        assert!(engine.containers().is_empty(), "{name}: left behind");
+    }
+}
+
+/// Fails the host's removal of an unverified container.
+#[derive(Debug)]
+struct FailHostCleanup;
+
+impl NativeHook for FailHostCleanup {
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        request.host_cleanup.then_some(Fault::FailCleanup)
+    }
+}
+
+#[tokio::test]
+async fn a_nonconforming_container_left_behind_is_never_started_or_used() {
+    let engine = fake_engine().await;
+    engine.tamper_creates(|body| body["User"] = json!("0:0"));
+    let hook: Arc<dyn NativeHook> = Arc::new(FailHostCleanup);
+    let creator = steered(
+        &engine,
+        INSTALLATION,
+        json!({ "action": "container-create", "container": "oac-box", "cmd": ["sleep", "60"] }),
+        Some(hook),
+    )
+    .await;
+    assert_eq!(act(&creator, "a").await, Err(Error::ComputeUnconfirmed));
+    assert_eq!(
+        engine.containers(),
+        vec!["oac-box".to_string()],
+        "left behind"
+    );
+    let archive = tar_with("f", tar::EntryType::Regular, 0o600, 1000);
+    for steering in [
+        json!({ "action": "container-start", "container": "oac-box" }),
+        json!({ "action": "exec", "container": "oac-box", "args": ["id"] }),
+        json!({ "action": "archive-upload", "container": "oac-box", "path": "/tmp", "archive": archive }),
+    ] {
+        assert_eq!(
+            attempt(&engine, steering.clone()).await,
+            Err(Error::Invalid),
+            "{steering}"
+        );
+        let requests = engine.requests();
+        assert_eq!(requests.len(), 1, "only the inspection: {requests:?}");
+    }
+    let inspected = attempt(
+        &engine,
+        json!({ "action": "container-inspect", "container": "oac-box" }),
+    )
+    .await
+    .expect("inspect");
+    assert!(inspected.ends_with("conforms=false"), "{inspected}");
+    attempt(
+        &engine,
+        json!({ "action": "container-remove", "container": "oac-box" }),
+    )
+    .await
+    .expect("cleanup still works");
+    assert!(engine.containers().is_empty());
+}
+
+/// Relabels a volume as foreign just before the container is created.
+#[derive(Debug)]
+struct StealVolume {
+    engine: Arc<FakeDockerEngine>,
+}
+
+impl NativeHook for StealVolume {
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        if request.action == "container-create" {
+            let foreign = BTreeMap::from([("io.oac.installation".to_string(), "x".to_string())]);
+            self.engine.insert_volume("oac-vol", foreign);
+        }
+        None
+    }
+}
+
+#[tokio::test]
+async fn mounted_volumes_are_checked_again_after_create() {
+    let engine = fake_engine().await;
+    attempt(
+        &engine,
+        json!({ "action": "volume-create", "volume": "oac-vol" }),
+    )
+    .await
+    .expect("volume");
+    let hook: Arc<dyn NativeHook> = Arc::new(StealVolume {
+        engine: engine.clone(),
+    });
+    let host = steered(
+        &engine,
+        INSTALLATION,
+        json!({ "action": "container-create", "container": "oac-box",
+                "mounts": [{ "volume": "oac-vol", "target": "/data" }] }),
+        Some(hook),
+    )
+    .await;
+    assert_eq!(act(&host, "a").await, Err(Error::ComputeUnconfirmed));
+    assert!(engine.containers().is_empty(), "the container was removed");
+    assert_eq!(
+        engine.volumes(),
+        vec!["oac-vol".to_string()],
+        "the volume was not"
+    );
+    let requests = engine.requests();
+    assert!(
+        !requests.iter().any(|r| r.starts_with("DELETE /volumes/")),
+        "{requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn uploads_are_rewritten_owned_by_the_runtime_user() {
+    let engine = fake_engine().await;
+    attempt(
+        &engine,
+        json!({ "action": "volume-create", "volume": "oac-vol" }),
+    )
+    .await
+    .expect("volume");
+    attempt(
+        &engine,
+        json!({ "action": "container-create", "container": "oac-box",
+                "mounts": [{ "volume": "oac-vol", "target": "/data" }] }),
+    )
+    .await
+    .expect("container");
+    let archive = tar_with("note", tar::EntryType::Regular, 0o640, 1000);
+    let outside = attempt(
+        &engine,
+        json!({ "action": "archive-upload", "container": "oac-box", "path": "/etc", "archive": archive }),
+    )
+    .await;
+    assert_eq!(outside, Err(Error::Invalid), "only into a volume mount");
+    attempt(
+        &engine,
+        json!({ "action": "archive-upload", "container": "oac-box", "path": "/data", "archive": archive }),
+    )
+    .await
+    .expect("uploaded");
+    assert_eq!(
+        engine.file("oac-box", "/data/note"),
+        Some((b"x".to_vec(), 0o640, 1000))
+    );
+}
+
+// ---------------------------------------------------------------------------
+// A hostile engine: unbounded bodies and frames.
+// ---------------------------------------------------------------------------
+
+mod hostile_engine {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+    use hyper::body::Frame;
+    use hyper::{Request, Response, StatusCode};
+    use hyper_util::rt::TokioIo;
+    use std::convert::Infallible;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tokio::io::AsyncWriteExt;
+
+    /// An engine that answers `/containers/huge/json` with a 1 GiB body,
+    /// `/containers/sandbox/json` with `inspect`, and starts every exec with
+    /// a frame claiming 4 GiB followed by bytes without end. It counts what
+    /// it managed to send.
+    pub struct HostileEngine {
+        pub socket: std::path::PathBuf,
+        pub sent: Arc<AtomicU64>,
+        _dir: tempfile::TempDir,
+    }
+
+    type Body = BoxBody<Bytes, Infallible>;
+
+    fn full(status: StatusCode, body: String) -> Response<Body> {
+        let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+        *response.status_mut() = status;
+        response
+    }
+
+    async fn answer(
+        mut request: Request<hyper::body::Incoming>,
+        inspect: Arc<String>,
+        sent: Arc<AtomicU64>,
+    ) -> Response<Body> {
+        let path = request.uri().path().to_string();
+        if path == "/version" || path.ends_with("/version") {
+            return full(
+                StatusCode::OK,
+                r#"{"ApiVersion":"1.45","Version":"26.1.5"}"#.into(),
+            );
+        }
+        if path.ends_with("/containers/huge/json") {
+            const CHUNK: usize = 64 << 10;
+            let counter = sent.clone();
+            let chunks = futures_util::stream::iter(0..(1usize << 30) / CHUNK).map(move |_| {
+                counter.fetch_add(CHUNK as u64, Ordering::Relaxed);
+                Ok::<_, Infallible>(Frame::data(Bytes::from(vec![b' '; CHUNK])))
+            });
+            return Response::new(BodyExt::boxed(StreamBody::new(chunks)));
+        }
+        if path.ends_with("/containers/sandbox/json") {
+            return full(StatusCode::OK, inspect.to_string());
+        }
+        if path.ends_with("/exec") {
+            return full(
+                StatusCode::CREATED,
+                format!(r#"{{"Id":"{}"}}"#, "e".repeat(64)),
+            );
+        }
+        if path.ends_with("/start") && path.contains("/exec/") {
+            let upgrade = hyper::upgrade::on(&mut request);
+            tokio::spawn(async move {
+                let Ok(upgraded) = upgrade.await else { return };
+                let mut io = TokioIo::new(upgraded);
+                let header = [1u8, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+                if io.write_all(&header).await.is_err() {
+                    return;
+                }
+                let chunk = vec![b'o'; 64 << 10];
+                // Endless, but stop at 4 GiB so a broken host cannot hang the test.
+                while sent.load(Ordering::Relaxed) < 4 << 30 {
+                    if io.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                    sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                }
+            });
+            let mut response = full(StatusCode::SWITCHING_PROTOCOLS, String::new());
+            let headers = response.headers_mut();
+            headers.insert("connection", "Upgrade".parse().expect("header"));
+            headers.insert("upgrade", "tcp".parse().expect("header"));
+            return response;
+        }
+        full(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            r#"{"message":"no"}"#.into(),
+        )
+    }
+
+    use futures_util::StreamExt;
+
+    impl HostileEngine {
+        pub async fn start(inspect: String) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let socket = dir.path().join("hostile.sock");
+            let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+            let sent = Arc::new(AtomicU64::new(0));
+            let (inspect, counter) = (Arc::new(inspect), sent.clone());
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let (inspect, counter) = (inspect.clone(), counter.clone());
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let (inspect, counter) = (inspect.clone(), counter.clone());
+                            async move { Ok::<_, Infallible>(answer(request, inspect, counter).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .with_upgrades()
+                            .await;
+                    });
+                }
+            });
+            Self {
+                socket,
+                sent,
+                _dir: dir,
+            }
+        }
+    }
+}
+
+/// Inspect output of a container that carries the test policy and this
+/// allocation's labels.
+fn conforming_inspect(name: &str) -> String {
+    use sandbox_host::bindings::oac::sandbox_provider::docker::ContainerSpec;
+    use sandbox_host::capability::docker::request::ContainerRequest;
+    use sandbox_host::capability::scope::ownership_labels;
+    let spec = ContainerSpec {
+        name: name.into(),
+        cmd: vec![],
+        env: vec![],
+        working_dir: None,
+        mounts: vec![],
+        extra_hosts: vec![],
+    };
+    let request = ContainerRequest::check(&spec).expect("valid");
+    let labels: HashMap<String, String> = ownership_labels(INSTALLATION, &reference("a"));
+    let body = policy_with(NO_IMAGE, SMALL_SECCOMP, false).create_body(&request, labels);
+    let mut config = serde_json::to_value(&body).expect("body");
+    let host_config = config
+        .as_object_mut()
+        .and_then(|object| object.remove("HostConfig"))
+        .expect("host config");
+    json!({
+        "Id": "c".repeat(64),
+        "Name": format!("/{name}"),
+        "Image": NO_IMAGE,
+        "State": { "Status": "running", "Running": true },
+        "Config": config,
+        "HostConfig": host_config,
+    })
+    .to_string()
+}
+
+async fn against_hostile(
+    engine: &hostile_engine::HostileEngine,
+    steering: Value,
+) -> (Result<String, Error>, std::time::Duration) {
+    let host = load_one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), steering),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("loads against the hostile engine");
+    let started = std::time::Instant::now();
+    let answer = act(&host, "a").await;
+    (answer, started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gib_engine_body_costs_a_bounded_read() {
+    let engine = hostile_engine::HostileEngine::start(conforming_inspect("sandbox")).await;
+    let (answer, took) = against_hostile(
+        &engine,
+        json!({ "action": "container-inspect", "container": "huge" }),
+    )
+    .await;
+    assert_eq!(answer, Err(Error::ComputeUnconfirmed));
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let sent = engine.sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sent < 64 << 20,
+        "the engine got to send {sent} bytes of 1 GiB"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_exec_frame_costs_the_output_bound() {
+    let engine = hostile_engine::HostileEngine::start(conforming_inspect("sandbox")).await;
+    let (answer, took) = against_hostile(
+        &engine,
+        json!({ "action": "exec", "container": "sandbox", "args": ["yes"] }),
+    )
+    .await;
+    assert_eq!(
+        answer,
+        Err(Error::CommandUnconfirmed),
+        "over the bound: never a success"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let sent = engine.sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(sent < 64 << 20, "the engine got to send {sent} bytes");
+}
