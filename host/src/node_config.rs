@@ -290,6 +290,13 @@ unix = "{dir}/node.sock"
         }
     }
 
+    /// Why `text` is refused, as the operator reads it.
+    fn refusal(text: &str, table: &[Registration]) -> String {
+        NodeConfig::parse(text, table)
+            .expect_err("refused")
+            .to_string()
+    }
+
     const DOCKER: &str = r#"
 [kinds.docker]
 docker_socket = "/run/docker.sock"
@@ -338,11 +345,7 @@ extra_hosts = ["core.internal:10.0.0.1"]
     fn a_kind_granted_docker_needs_a_valid_container_policy() {
         let files = Files::new();
         let table = registry::builtin();
-        let refused = |text: String| {
-            NodeConfig::parse(&text, &table)
-                .expect_err("refused")
-                .to_string()
-        };
+        let refused = |text: String| refusal(&text, &table);
         let without = files.config(
             "[kinds.docker]\ndocker_socket = \"/run/docker.sock\"\n[kinds.docker.configuration]\n",
         );
@@ -394,11 +397,7 @@ extra_hosts = ["core.internal:10.0.0.1"]
     fn each_problem_is_named_without_echoing_values() {
         let files = Files::new();
         let table = registry::builtin();
-        let refused = |text: String| {
-            NodeConfig::parse(&text, &table)
-                .expect_err("refused")
-                .to_string()
-        };
+        let refused = |text: String| refusal(&text, &table);
         let unknown = files
             .config(DOCKER)
             .replace("plugins =", "secret_field = \"hunter2\"\nplugins =");

@@ -87,6 +87,31 @@ async fn a_well_formed_spec_reaches_the_engine_once() {
 }
 
 #[tokio::test]
+async fn every_engine_request_names_the_pinned_api_version() {
+    let engine = FakeEngine::start().await;
+    let host = steered_with(
+        &engine,
+        json!({ "action": "container-create", "container": "oac-box" }),
+    )
+    .await;
+    let _ = host
+        .get_info(
+            "steerable",
+            reference(),
+            Budget::from_millis(5_000).expect("budget"),
+        )
+        .await;
+    let raw = engine.raw.lock().expect("lock").clone();
+    // The construction check asks the unversioned /version (an older engine
+    // refuses versioned paths); everything after it names v1.45.
+    assert_eq!(raw.first().map(String::as_str), Some("/version"));
+    assert_eq!(
+        raw[1..].to_vec(),
+        vec!["/v1.45/containers/create?name=oac-box".to_string()]
+    );
+}
+
+#[tokio::test]
 async fn an_ungranted_capability_is_denied_without_io() {
     let engine = FakeEngine::start().await;
     let registration = sandbox_host::Registration {

@@ -166,6 +166,8 @@ pub async fn load_steered(socket: &std::path::Path, kinds: &[(&str, serde_json::
 pub struct FakeEngine {
     pub socket: PathBuf,
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// Every request's path and query as sent, version prefix included.
+    pub raw: Arc<Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -182,10 +184,20 @@ impl FakeEngine {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("engine.sock");
         let requests: Arc<Mutex<Vec<String>>> = Arc::default();
+        let raw: Arc<Mutex<Vec<String>>> = Arc::default();
         let recorded = requests.clone();
+        let recorded_raw = raw.clone();
         let handler = move |request: Request| {
             let recorded = recorded.clone();
+            let recorded_raw = recorded_raw.clone();
             async move {
+                recorded_raw.lock().expect("lock").push(
+                    request
+                        .uri()
+                        .path_and_query()
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
+                );
                 let path = request.uri().path().to_string();
                 let path = match path.strip_prefix("/v1.") {
                     Some(rest) => rest
@@ -230,6 +242,7 @@ impl FakeEngine {
         Self {
             socket,
             requests,
+            raw,
             _dir: dir,
         }
     }

@@ -100,6 +100,22 @@ fn unsigned(value: Option<i64>) -> u64 {
     value.and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
 }
 
+/// The exec the engine is asked for: the component's command, as the
+/// policy's user, never privileged, no environment of its own.
+fn exec_config(spec: &ExecSpec) -> ExecConfig {
+    ExecConfig {
+        attach_stdin: Some(spec.stdin.is_some()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        cmd: Some(spec.args.clone()),
+        user: Some(policy::RUNTIME_USER.into()),
+        privileged: Some(false),
+        working_dir: spec.working_dir.clone(),
+        ..Default::default()
+    }
+}
+
 /// A container the ownership check saw: its full id and what inspect said.
 struct Owned {
     id: String,
@@ -717,17 +733,7 @@ impl DockerCall<'_> {
         request::check_exec(spec, MAX_STDIN_BYTES, MAX_OUTPUT_BYTES)
             .map_err(|_| DockerError::Invalid)?;
         let owned = self.usable_container(input).await?;
-        let config = ExecConfig {
-            attach_stdin: Some(spec.stdin.is_some()),
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            tty: Some(false),
-            cmd: Some(spec.args.clone()),
-            user: Some(policy::RUNTIME_USER.into()),
-            privileged: Some(false),
-            working_dir: spec.working_dir.clone(),
-            ..Default::default()
-        };
+        let config = exec_config(spec);
         let created: IdResponse = self
             .send(
                 "exec-create",
@@ -799,6 +805,21 @@ mod tests {
         assert!(parse_api_version("1.100").is_some_and(|v| v >= MIN_API_VERSION));
         assert!(parse_api_version("1.44").is_some_and(|v| v < MIN_API_VERSION));
         assert_eq!(parse_api_version("junk"), None);
+    }
+
+    #[test]
+    fn every_exec_runs_as_the_runtime_user_unprivileged() {
+        let spec = ExecSpec {
+            args: vec!["id".into()],
+            working_dir: None,
+            stdin: Some(b"in".to_vec()),
+            output_limit_bytes: 16,
+        };
+        let config = exec_config(&spec);
+        assert_eq!(config.user.as_deref(), Some("1000:1000"));
+        assert_eq!(config.privileged, Some(false));
+        assert_eq!(config.env, None);
+        assert_eq!(config.attach_stdin, Some(true));
     }
 
     #[test]

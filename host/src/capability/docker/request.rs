@@ -297,7 +297,8 @@ mod tests {
 
     #[test]
     fn each_bad_field_is_refused_by_rule() {
-        let cases: Vec<(Box<dyn Fn(&mut ContainerSpec)>, &str)> = vec![
+        type Spoil = Box<dyn Fn(&mut ContainerSpec)>;
+        let cases: Vec<(Spoil, &str)> = vec![
             (Box::new(|s| s.name = "/escape".into()), "container name"),
             (Box::new(|s| s.name = "x".into()), "container name"),
             (Box::new(|s| s.name = "a/../b".into()), "container name"),
