@@ -6,7 +6,7 @@
 //! node serving the host over a Unix socket, and the callers. One host
 //! (`Arc<Host>`) answers both paths:
 //!
-//! - `in_process`: `LocalProvider::get_info` on the host;
+//! - `in_process`: the loaded kind's `get_info` (the host's `Kind`);
 //! - `transport`: `RemoteProvider::get_info`, i.e. a JSON request over the
 //!   Unix socket to a `Node` serving that same host.
 //!
@@ -21,12 +21,12 @@
 
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use sandbox_host::bindings::{Bootstrap, LifecycleState, NetworkAccess, Reference};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{Listen, Token};
-use sandbox_host::provider::{LocalProvider, SandboxProvider};
+use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{self, Mode};
 use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
+use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, Runtime};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -143,7 +143,7 @@ impl Fixture {
             })
             .await
         });
-        let client = NodeClient::new(&Endpoint::Unix(socket), &token).expect("client");
+        let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
         let mut remote = None;
         for _ in 0..200 {
             if let Ok(proxy) = RemoteProvider::connect(client.clone(), KIND, budget()).await {
@@ -154,7 +154,7 @@ impl Fixture {
         }
         let remote = Arc::new(remote.expect("the node serves"));
 
-        let local = LocalProvider::new(&host, KIND).expect("docker kind");
+        let local = host.kind(KIND).expect("docker kind");
         let created = local.create(bootstrap(), budget()).await.expect("created");
         assert_eq!(created.state, LifecycleState::Running);
         for info in [
@@ -175,7 +175,7 @@ impl Fixture {
     }
 
     async fn stop(mut self) {
-        let local = LocalProvider::new(&self.host, KIND).expect("docker kind");
+        let local = self.host.kind(KIND).expect("docker kind");
         local.kill(reference(), budget()).await.expect("killed");
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -236,7 +236,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
             let remote = fixture.remote.clone();
             let next = next.clone();
             tokio::spawn(async move {
-                let local = LocalProvider::new(&host, KIND).expect("docker kind");
+                let local = host.kind(KIND).expect("docker kind");
                 let mut latencies = Vec::with_capacity(calls / callers + 1);
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
@@ -313,7 +313,7 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
 }
 
 fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) {
-    let local = LocalProvider::new(&fixture.host, KIND).expect("docker kind");
+    let local = fixture.host.kind(KIND).expect("docker kind");
     let remote = &fixture.remote;
     let mut group = c.benchmark_group("get_info");
     group.bench_function("in_process", |b| {

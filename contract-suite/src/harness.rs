@@ -4,16 +4,15 @@
 
 use crate::fixtures::{Engine, FixtureError};
 use crate::recorder::{Call, Plan, Recorder};
-use sandbox_host::bindings::oac::sandbox_provider::types::{
-    Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
-};
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::capability::faults::NativeRequest;
-use sandbox_host::capability::scope::CallScope;
 use sandbox_host::declaration::{Declaration, Inventory};
-use sandbox_host::host::{CallError, Connect};
+use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
-use sandbox_host::{Budget, Host, NodeBinding, Runtime};
+use sandbox_host::types::{
+    Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
+};
+use sandbox_host::{Budget, Host, Kind, NodeBinding, Runtime};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,11 +24,6 @@ pub const CREDENTIAL_CANARY: &str = "oac-suite-daemon-credential-5be1";
 pub const INSTALLATION: &str = "oac-contract-suite";
 /// The kind name the component is loaded under.
 pub const KIND: &str = "under-test";
-/// The scope the host gives an operation on `reference` in production.
-fn scope(reference: &Reference) -> CallScope {
-    CallScope::Allocation(reference.clone())
-}
-
 /// A small seccomp profile for the fake engine, which never applies it: it
 /// only has to be a confining profile the host accepts.
 pub const FAKE_SECCOMP_PROFILE: &str = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]}"#;
@@ -105,7 +99,8 @@ pub struct Harness {
 }
 
 /// The outcome of a raw mutation.
-pub type Mutation = Result<Result<Info, Failure>, CallError>;
+#[allow(clippy::result_large_err)] // `Failure` is the contract's shape
+pub type Mutation = Result<Info, Failure>;
 
 impl Harness {
     /// Starts the fixture and loads the component with the recorder as hook.
@@ -157,12 +152,11 @@ impl Harness {
             hook: Some(recorder.clone()),
         };
         let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
-        let host = Host::load(
+        let host = Host::load_unpoliced(
             runtime,
             &[registration],
             &dir,
             &BTreeMap::from([(KIND.to_string(), binding)]),
-            Connect::Capabilities,
         )
         .await
         .map_err(|error| HarnessError::Load(error.to_string()))?;
@@ -220,59 +214,40 @@ impl Harness {
         self.budget
     }
 
+    /// The component under test, with policing off: every operation
+    /// reaches it and its answers come back as it gave them (a call that
+    /// ends without its answer is the operation's unknown outcome).
+    pub fn kind(&self) -> &Kind {
+        self.host.kind(KIND).expect("the kind under test is loaded")
+    }
+
     /// Raw `create`.
     pub async fn create(&self, reference: &Reference) -> Mutation {
-        let request = self.bootstrap(reference);
         let answer = self
-            .host
-            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_create(s, &request)
-                    .await
-            })
+            .kind()
+            .create(self.bootstrap(reference), self.budget)
             .await;
         self.remember(&answer);
         answer
     }
 
     /// Raw `get-info`.
-    pub async fn get_info(&self, reference: &Reference) -> Result<Result<Info, Error>, CallError> {
-        let answer = self
-            .host
-            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_get_info(s, reference)
-                    .await
-            })
-            .await;
+    pub async fn get_info(&self, reference: &Reference) -> Result<Info, Error> {
+        let answer = self.kind().get_info(reference.clone(), self.budget).await;
         self.remember(&answer);
         answer
     }
 
     /// Raw `renew`.
     pub async fn renew(&self, reference: &Reference) -> Mutation {
-        let answer = self
-            .host
-            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_renew(s, reference)
-                    .await
-            })
-            .await;
+        let answer = self.kind().renew(reference.clone(), self.budget).await;
         self.remember(&answer);
         answer
     }
 
     /// Raw `kill`.
     pub async fn kill(&self, reference: &Reference) -> Mutation {
-        let answer = self
-            .host
-            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_kill(s, reference)
-                    .await
-            })
-            .await;
+        let answer = self.kind().kill(reference.clone(), self.budget).await;
         self.remember(&answer);
         answer
     }
@@ -283,24 +258,21 @@ impl Harness {
         reference: &Reference,
         args: &[&str],
         stdin: Option<Vec<u8>>,
-    ) -> Result<Result<CommandResult, Error>, CallError> {
+    ) -> Result<CommandResult, Error> {
         let command = Command {
             args: args.iter().map(|arg| arg.to_string()).collect(),
             directory: None,
             stdin,
         };
         let answer = self
-            .host
-            .call_raw(KIND, scope(reference), self.budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_run_command(s, reference, &command)
-                    .await
-            })
+            .kind()
+            .run_command(reference.clone(), command, self.budget)
             .await;
-        self.remember(&answer.as_ref().map(|r| {
-            r.as_ref()
-                .map(|c| (c.exit_code, c.stdout.len(), c.stderr.len()))
-        }));
+        self.remember(
+            &answer
+                .as_ref()
+                .map(|c| (c.exit_code, c.stdout.len(), c.stderr.len())),
+        );
         answer
     }
 

@@ -9,7 +9,7 @@ mod support;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sandbox_host::Budget;
-use sandbox_host::bindings::Reference;
+use sandbox_host::types::Reference;
 use serde_json::json;
 use support::*;
 
@@ -47,14 +47,18 @@ fn calls(c: &mut Criterion) {
     });
     group.bench_function("host_get_info_trivial_fresh_instance", |b| {
         b.to_async(&rt).iter(|| async {
-            host.get_info("trivial", reference(), budget)
+            host.kind("trivial")
+                .expect("a loaded kind")
+                .get_info(reference(), budget)
                 .await
                 .expect("trivial")
         })
     });
     group.bench_function("host_get_info_one_docker_call", |b| {
         b.to_async(&rt).iter(|| async {
-            host.get_info("capability", reference(), budget)
+            host.kind("capability")
+                .expect("a loaded kind")
+                .get_info(reference(), budget)
                 .await
                 .expect("capability")
         })

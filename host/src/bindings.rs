@@ -1,4 +1,5 @@
-//! Host-side bindings of the `oac:sandbox-provider` world.
+//! Host-side bindings of the `oac:sandbox-provider` world. Private: the
+//! host speaks the provider interface's types, converted in `convert`.
 
 #![allow(missing_docs)]
 
@@ -7,34 +8,7 @@ wasmtime::component::bindgen!({
     path: "../wit",
     imports: { default: async },
     exports: { default: async },
-    additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
+    additional_derives: [PartialEq],
 });
 
-pub use exports::oac::sandbox_provider::declarations::{OperationDeclaration, Support};
-pub use oac::sandbox_provider::types::{
-    Bootstrap, Command, CommandResult, Error, Failure, Info, LifecycleState, NetworkAccess,
-    Reference, UnsupportedOperation,
-};
-
-impl Error {
-    /// The fixed wire code of this error, as the node transport and the CLI print it.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Error::Invalid => "invalid",
-            Error::Ownership => "ownership",
-            Error::Exists => "exists",
-            Error::NotFound => "not_found",
-            Error::ComputeUnconfirmed => "unconfirmed",
-            Error::CommandUnconfirmed => "command_unconfirmed",
-            Error::Unsupported(_) => "unsupported",
-            Error::ObservationUnavailable => "observation_unavailable",
-            Error::RuntimeNotRunning => "runtime_not_running",
-        }
-    }
-}
-
-impl From<Error> for Failure {
-    fn from(error: Error) -> Self {
-        Failure { error, info: None }
-    }
-}
+pub use exports::oac::sandbox_provider::declarations::Support;

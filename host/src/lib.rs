@@ -6,23 +6,27 @@
 //! inventory derived from its exports, and runs every operation in a fresh
 //! instance under a budget while brokering the component's native calls
 //! (Docker Engine, HTTP, logging) through capabilities it polices.
+//!
+//! Core calls a loaded [`Kind`] through the provider interface of
+//! [`oac_provider_api`] (re-exported as [`provider`] and [`types`]), the same
+//! interface a kind served by a node has ([`transport::RemoteProvider`]).
 
-pub mod bindings;
-pub mod budget;
-pub mod call;
+mod bindings;
+mod call;
 pub mod capability;
+mod convert;
 pub mod declaration;
 pub mod host;
+mod kind;
 pub mod loader;
 pub mod node_config;
-pub mod optional;
-pub mod provider;
 pub mod registry;
-pub mod state;
+mod state;
 pub mod transport;
 
-pub use budget::Budget;
 pub use host::{Connect, Host, HostError};
+pub use kind::Kind;
 pub use loader::Runtime;
-
+pub use oac_contract as contract;
+pub use oac_provider_api::{Budget, provider, types};
 pub use registry::{NodeBinding, Registration};

@@ -156,7 +156,7 @@ impl Drop for Runtime {
 }
 
 /// A component that passed every static check, ready to instantiate.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// SHA-256 of the component file, lowercase hex.
     pub digest: String,
     /// Operations derived from its exports.
@@ -193,7 +193,7 @@ fn expected_digest(
 }
 
 /// Loads a registered component from `plugin_dir` (no native I/O, no call).
-pub fn load(
+pub(crate) fn load(
     runtime: &Runtime,
     registration: &Registration,
     plugin_dir: &Path,

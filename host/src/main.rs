@@ -4,12 +4,12 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use sandbox_host::bindings::{Bootstrap, Command, NetworkAccess, Reference};
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{NodeConfig, Token};
-use sandbox_host::provider::{LocalProvider, SandboxProvider};
-use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, wire};
+use sandbox_host::provider::{ConfigurationProvider, SandboxProvider};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
+use sandbox_host::types::{Bootstrap, Command, CommandResult, Failure, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -274,11 +274,9 @@ fn report<T: serde::Serialize>(outcome: Result<T, (&'static str, Value)>) -> Res
 
 /// Runs one operation on `provider`, in this process or through a node.
 async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<bool> {
-    use sandbox_host::bindings::Failure;
     let budget = Budget::from_millis(input.budget_ms)?;
     let allocation = parse_reference(&input.reference)?;
-    let failure = |f: Failure| (f.error.code(), json!(f.info.map(wire::Info::from)));
-    let info = wire::Info::from;
+    let failure = |f: Failure| (f.error.code(), json!(f.info));
     match input.operation.as_str() {
         "create" => {
             let path = input.bootstrap.context("create needs --bootstrap FILE")?;
@@ -286,39 +284,19 @@ async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<b
                 &std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?,
             )
             .context("the bootstrap file is not a JSON object")?;
-            fields.insert("reference".into(), json!(wire::Reference::from(allocation)));
-            let request: wire::Bootstrap = serde_json::from_value(Value::Object(fields))
+            fields.insert("reference".into(), json!(allocation));
+            let request: Bootstrap = serde_json::from_value(Value::Object(fields))
                 .context("the bootstrap file is incomplete or malformed")?;
-            let request = Bootstrap::from(request);
-            report(
-                provider
-                    .create(request, budget)
-                    .await
-                    .map(info)
-                    .map_err(failure),
-            )
+            report(provider.create(request, budget).await.map_err(failure))
         }
         "get-info" => report(
             provider
                 .get_info(allocation, budget)
                 .await
-                .map(info)
                 .map_err(|e| (e.code(), Value::Null)),
         ),
-        "renew" => report(
-            provider
-                .renew(allocation, budget)
-                .await
-                .map(info)
-                .map_err(failure),
-        ),
-        "kill" => report(
-            provider
-                .kill(allocation, budget)
-                .await
-                .map(info)
-                .map_err(failure),
-        ),
+        "renew" => report(provider.renew(allocation, budget).await.map_err(failure)),
+        "kill" => report(provider.kill(allocation, budget).await.map_err(failure)),
         "run-command" => {
             let stdin = input
                 .stdin_file
@@ -341,7 +319,7 @@ async fn call(provider: &impl SandboxProvider, input: OperationArgs) -> Result<b
     }
 }
 
-fn command_json(result: &sandbox_host::bindings::CommandResult) -> Value {
+fn command_json(result: &CommandResult) -> Value {
     json!({
         "stdout": String::from_utf8_lossy(&result.stdout),
         "stderr": String::from_utf8_lossy(&result.stderr),
@@ -383,17 +361,13 @@ async fn walk(provider: &impl SandboxProvider, allocation: Reference, budget: Bu
     };
     let created = provider.create(request, budget).await;
     let exists = matches!(&created, Err(f) if f.error.code() == "exists");
-    let mut ok = step(
-        "create",
-        created.map(wire::Info::from).map_err(|f| f.error.code()),
-    );
+    let mut ok = step("create", created.map_err(|f| f.error.code()));
     if ok {
         ok &= step(
             "get-info",
             provider
                 .get_info(allocation.clone(), budget)
                 .await
-                .map(wire::Info::from)
                 .map_err(|e| e.code()),
         );
         let command = Command {
@@ -420,7 +394,6 @@ async fn walk(provider: &impl SandboxProvider, allocation: Reference, budget: Bu
             provider
                 .kill(allocation, budget)
                 .await
-                .map(wire::Info::from)
                 .map_err(|f| f.error.code()),
         );
     }
@@ -446,7 +419,7 @@ async fn client(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
         (None, None) => bail!("give --unix or --tcp"),
     };
     let token = Token::read(&remote.token_file)?;
-    let client = NodeClient::new(&endpoint, &token)?;
+    let client = NodeClient::new(&endpoint, token.expose())?;
     let budget = Budget::from_millis(30_000)?;
     match action {
         ClientCmd::Health => {
@@ -509,10 +482,10 @@ async fn serve(path: PathBuf) -> Result<bool> {
     )
     .await?;
     let kinds: Vec<String> = host.kinds().map(|k| k.registration.kind.clone()).collect();
-    let shown = match Endpoint::of(&config.listen) {
-        Some(Endpoint::Unix(path)) => format!("unix:{}", path.display()),
-        Some(Endpoint::Tcp(address)) => format!("tcp:{address}"),
-        None => bail!("listen: give exactly one of `unix` and `tcp`"),
+    let shown = match (&config.listen.unix, config.listen.tcp) {
+        (Some(path), _) => format!("unix:{}", path.display()),
+        (None, Some(address)) => format!("tcp:{address}"),
+        (None, None) => bail!("listen: give exactly one of `unix` and `tcp`"),
     };
     let node = Node::new(Arc::new(host), config.token, config.max_in_flight);
     let listen = config.listen;
@@ -542,15 +515,24 @@ async fn run(cli: Cli) -> Result<bool> {
             let budget = Budget::from_millis(10_000)?;
             let mut kinds = Vec::new();
             for kind in host.kinds() {
-                let requirements = host
-                    .requirements(&kind.registration.kind, budget)
-                    .await
-                    .ok();
+                let requirements = kind.requirements(budget).await.ok();
+                let inventory: Vec<Value> = kind
+                    .inventory
+                    .0
+                    .iter()
+                    .map(|operation| {
+                        json!({
+                            "name": operation.name(),
+                            "interface": operation.interface().name(),
+                            "fallible": operation.fallible(),
+                        })
+                    })
+                    .collect();
                 kinds.push(json!({
                     "registration": kind.registration,
                     "sha256": kind.digest,
-                    "inventory": kind.inventory,
-                    "declaration": kind.declaration,
+                    "inventory": inventory,
+                    "declaration": kind.declaration.by_name(),
                     "requirements": requirements,
                     "artifacts": kind.registration.node_artifacts,
                 }));
@@ -567,13 +549,12 @@ async fn run(cli: Cli) -> Result<bool> {
             let mut report = serde_json::Map::new();
             let mut ready = true;
             for kind in host.kinds() {
-                let name = &kind.registration.kind;
-                let diagnostics = match host.probe(name, budget).await {
+                let diagnostics = match kind.probe(budget).await {
                     Ok(found) => found.iter().map(|d| json!(d)).collect::<Vec<_>>(),
                     Err(error) => vec![json!(error.code())],
                 };
                 ready &= diagnostics.is_empty();
-                report.insert(name.clone(), json!(diagnostics));
+                report.insert(kind.name().to_string(), json!(diagnostics));
             }
             println!("{}", serde_json::to_string_pretty(&Value::Object(report))?);
             Ok(ready)
@@ -591,9 +572,10 @@ async fn run(cli: Cli) -> Result<bool> {
             Budget::from_millis(operation.budget_ms)?;
             parse_reference(&operation.reference)?;
             let host = load(&node, Connect::Capabilities).await?;
-            let provider = LocalProvider::new(&host, &operation.kind)
+            let provider = host
+                .kind(&operation.kind)
                 .map_err(|_| anyhow::anyhow!("`{}` is not a loaded kind", operation.kind))?;
-            call(&provider, operation).await
+            call(provider, operation).await
         }
         Cmd::Serve { config } => serve(config).await,
         Cmd::Client { remote, action } => client(remote, action).await,

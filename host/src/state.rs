@@ -10,7 +10,7 @@ use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Per-call store data.
-pub struct CallState {
+pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) limits: CallLimits,
@@ -21,7 +21,7 @@ pub struct CallState {
 
 impl CallState {
     /// State for one call serving `scope` that must end by `deadline`.
-    pub fn new(
+    pub(crate) fn new(
         capabilities: SharedCapabilities,
         scope: CallScope,
         deadline: Instant,
@@ -58,7 +58,7 @@ impl WasiView for CallState {
 
 /// Store limits that remember a refused growth, so a call that fails
 /// because of it is reported as out of memory rather than a plain trap.
-pub struct CallLimits {
+pub(crate) struct CallLimits {
     inner: StoreLimits,
     pub(crate) exhausted: bool,
 }

@@ -49,7 +49,7 @@ fn describe_prints_declarations_and_requirements_as_json() {
         docker["declaration"]["suspend"]["reason"],
         "docker_does_not_support_checkpoints"
     );
-    assert_eq!(docker["requirements"]["credential"], "NotRequired");
+    assert_eq!(docker["requirements"]["credential"], "not_required");
     assert_eq!(kind["registration"]["kind"], "steerable");
     assert_eq!(kind["declaration"]["create"]["support"], "supported");
     assert_eq!(

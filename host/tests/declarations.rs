@@ -3,6 +3,8 @@
 
 mod support;
 
+use sandbox_host::contract::Operation;
+
 use sandbox_host::HostError;
 use sandbox_host::declaration::{Decision, DeclarationError};
 use sandbox_host::host::Connect;
@@ -47,17 +49,17 @@ async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
     );
     for operation in &kind.inventory.0 {
         assert!(
-            kind.declaration.decision(&operation.name).is_some(),
+            kind.declaration.decision(*operation).is_some(),
             "{} declared",
-            operation.name
+            operation.name()
         );
     }
     assert_eq!(
-        kind.declaration.decision("create"),
+        kind.declaration.decision(Operation::Create),
         Some(&Decision::Supported)
     );
     assert_eq!(
-        kind.declaration.decision("suspend"),
+        kind.declaration.decision(Operation::Suspend),
         Some(&Decision::Unsupported(
             "steerable_has_no_checkpoints".into()
         ))
@@ -66,9 +68,9 @@ async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
         .inventory
         .0
         .iter()
-        .find(|op| op.name == "requirements")
+        .find(|op| **op == Operation::Requirements)
         .expect("requirements");
-    assert!(!requirements.fallible, "requirements cannot fail");
+    assert!(!requirements.fallible(), "requirements cannot fail");
 }
 
 #[tokio::test]
@@ -77,7 +79,7 @@ async fn full_checkpoint_support_is_accepted_for_a_nodes_kind() {
         .await
         .expect("checkpoint declaration loads");
     let kind = host.kind("steerable").expect("kind");
-    assert!(kind.declaration.supports_checkpoint(&kind.inventory));
+    assert!(kind.declaration.supports_checkpoint());
 }
 
 #[tokio::test]
@@ -184,20 +186,22 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         .expect("minimal adapter loads");
     let kind = host.kind("minimal").expect("kind");
     assert_eq!(
-        kind.declaration.decision("observe"),
+        kind.declaration.decision(Operation::Observe),
         Some(&Decision::Unsupported("minimal_has_no_observation".into()))
     );
-    assert!(!kind.declaration.supports_checkpoint(&kind.inventory));
-    let allocation = sandbox_host::bindings::Reference {
+    assert!(!kind.declaration.supports_checkpoint());
+    let allocation = sandbox_host::types::Reference {
         tenant_id: "t".into(),
         environment_id: "e".into(),
         allocation_id: "a".into(),
     };
     let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
     let info = host
-        .get_info("minimal", allocation.clone(), budget)
+        .kind("minimal")
+        .expect("a loaded kind")
+        .get_info(allocation.clone(), budget)
         .await
         .expect("get-info");
     assert_eq!(info.reference, allocation);
-    assert_eq!(info.state, sandbox_host::bindings::LifecycleState::Absent);
+    assert_eq!(info.state, sandbox_host::types::LifecycleState::Absent);
 }

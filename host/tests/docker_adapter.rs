@@ -7,11 +7,11 @@
 mod support;
 
 use bollard::Docker;
-use sandbox_host::bindings::{
-    Bootstrap, Command, Error, Failure, LifecycleState, NetworkAccess, Reference,
-};
 use sandbox_host::host::Connect;
 use sandbox_host::registry::{self, Policy};
+use sandbox_host::types::{
+    Bootstrap, Command, Error, Failure, LifecycleState, NetworkAccess, Reference,
+};
 use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::json;
 use sha2::Digest;
@@ -120,13 +120,15 @@ async fn run(
     reference: &Reference,
     args: &[&str],
     stdin: Option<Vec<u8>>,
-) -> Result<sandbox_host::bindings::CommandResult, Error> {
+) -> Result<sandbox_host::types::CommandResult, Error> {
     let command = Command {
         args: args.iter().map(|arg| arg.to_string()).collect(),
         directory: None,
         stdin,
     };
-    host.run_command("docker", reference.clone(), command, budget())
+    host.kind("docker")
+        .expect("a loaded kind")
+        .run_command(reference.clone(), command, budget())
         .await
 }
 
@@ -145,7 +147,7 @@ struct Running {
     host: Host,
     engine: Docker,
     reference: Reference,
-    created: sandbox_host::bindings::Info,
+    created: sandbox_host::types::Info,
 }
 
 /// Creates an allocation named `name` (`None`: no engine, the test is skipped).
@@ -154,7 +156,9 @@ async fn running(test: &str, name: &str, nested_sandbox: bool) -> Option<Running
     let host = adapter_with(&socket, INSTALLATION, nested_sandbox).await;
     let reference = allocation(name);
     let created = host
-        .create("docker", bootstrap(&reference), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&reference), budget())
         .await
         .expect("created");
     Some(Running {
@@ -187,7 +191,11 @@ async fn container_of(
 }
 
 async fn cleanup(host: &Host, reference: &Reference) {
-    let _ = host.kill("docker", reference.clone(), budget()).await;
+    let _ = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .kill(reference.clone(), budget())
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -409,10 +417,16 @@ async fn duplicate_create_and_retained_volumes_are_exists() {
     let engine = direct(&socket);
     let reference = allocation("exists");
     let first = host
-        .create("docker", bootstrap(&reference), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&reference), budget())
         .await
         .expect("created");
-    let again = host.create("docker", bootstrap(&reference), budget()).await;
+    let again = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&reference), budget())
+        .await;
     match again {
         Err(Failure {
             error: Error::Exists,
@@ -435,7 +449,11 @@ async fn duplicate_create_and_retained_volumes_are_exists() {
         .remove_container(container.id.as_deref().expect("id"), Some(options))
         .await
         .expect("removed by hand");
-    let retained = host.create("docker", bootstrap(&reference), budget()).await;
+    let retained = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&reference), budget())
+        .await;
     assert_eq!(
         retained.map_err(|failure| failure.error),
         Err(Error::Exists),
@@ -467,7 +485,9 @@ async fn kill_removes_all_three_and_is_idempotent() {
     volumes.dedup();
     assert_eq!(volumes.len(), 2);
     let killed = host
-        .kill("docker", reference.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .kill(reference.clone(), budget())
         .await
         .expect("killed");
     assert_eq!(
@@ -487,12 +507,18 @@ async fn kill_removes_all_three_and_is_idempotent() {
         );
     }
     assert_eq!(
-        host.kill("docker", reference.clone(), budget()).await,
+        host.kind("docker")
+            .expect("a loaded kind")
+            .kill(reference.clone(), budget())
+            .await,
         Ok(killed),
         "second kill succeeds"
     );
     assert_eq!(
-        host.get_info("docker", reference, budget()).await,
+        host.kind("docker")
+            .expect("a loaded kind")
+            .get_info(reference, budget())
+            .await,
         Err(Error::NotFound)
     );
 }
@@ -522,13 +548,19 @@ async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
         .create_volume(request)
         .await
         .expect("squatting volume");
-    let created = host.create("docker", bootstrap(&squat), budget()).await;
+    let created = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&squat), budget())
+        .await;
     assert_eq!(
         created.map_err(|f| (f.error, f.info)),
         Err((Error::Ownership, None))
     );
     assert_eq!(
-        host.kill("docker", squat.clone(), budget())
+        host.kind("docker")
+            .expect("a loaded kind")
+            .kill(squat.clone(), budget())
             .await
             .map_err(|f| f.error),
         Err(Error::Ownership)
@@ -555,7 +587,9 @@ async fn a_foreign_volume_with_the_allocations_name_is_never_touched() {
 async fn sandbox_names(socket: &Path, reference: &Reference) -> (String, String) {
     let host = adapter(socket, INSTALLATION).await;
     let engine = direct(socket);
-    host.create("docker", bootstrap(reference), budget())
+    host.kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(reference), budget())
         .await
         .expect("probe create");
     let container = container_of(&engine, reference).await;
@@ -566,7 +600,9 @@ async fn sandbox_names(socket: &Path, reference: &Reference) -> (String, String)
         .find(|m| m.destination.as_deref() == Some("/home"))
         .and_then(|m| m.name)
         .expect("home volume");
-    host.kill("docker", reference.clone(), budget())
+    host.kind("docker")
+        .expect("a loaded kind")
+        .kill(reference.clone(), budget())
         .await
         .expect("probe kill");
     (home, container.name.unwrap_or_default())
@@ -647,7 +683,11 @@ async fn a_lost_start_response_settles_nothing_and_is_never_replayed() {
     let host = adapter(&proxy.socket, INSTALLATION).await;
     let reference = allocation("lost");
     proxy.lose_response_of("POST", "/start");
-    let created = host.create("docker", bootstrap(&reference), budget()).await;
+    let created = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .create(bootstrap(&reference), budget())
+        .await;
     match created {
         Err(Failure { error, info }) => {
             assert_eq!(error, Error::ComputeUnconfirmed);
@@ -666,7 +706,9 @@ async fn a_lost_start_response_settles_nothing_and_is_never_replayed() {
         proxy.recorded()
     );
     let seen = host
-        .get_info("docker", reference.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .get_info(reference.clone(), budget())
         .await
         .expect("the start took effect");
     assert_eq!(
@@ -684,15 +726,22 @@ async fn the_probe_reports_readiness_and_a_missing_image() {
     };
     let host = adapter(&socket, INSTALLATION).await;
     assert_eq!(
-        host.probe("docker", budget()).await,
+        host.kind("docker")
+            .expect("a loaded kind")
+            .probe(budget())
+            .await,
         Ok(vec![]),
         "engine, API, limits and image are ready"
     );
     let absent_image = policy_with(&format!("sha256:{}", "0".repeat(64)), SMALL_SECCOMP, false);
     let missing = load_docker(&socket, INSTALLATION, absent_image.clone(), json!({})).await;
-    use sandbox_host::bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
+    use sandbox_host::types::Diagnostic;
     assert_eq!(
-        missing.probe("docker", budget()).await,
+        missing
+            .kind("docker")
+            .expect("a loaded kind")
+            .probe(budget())
+            .await,
         Ok(vec![Diagnostic::ImageUnavailable])
     );
     let broken = load_docker(
@@ -703,7 +752,11 @@ async fn the_probe_reports_readiness_and_a_missing_image() {
     )
     .await;
     assert_eq!(
-        broken.probe("docker", budget()).await,
+        broken
+            .kind("docker")
+            .expect("a loaded kind")
+            .probe(budget())
+            .await,
         Ok(vec![Diagnostic::ConfigurationInvalid]),
         "the adapter's configuration has no image: isolation is the host's"
     );
@@ -749,7 +802,9 @@ async fn drift_blocks_readiness_and_never_triggers_cleanup() {
         return;
     };
     let ready = host
-        .get_info("docker", reference.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .get_info(reference.clone(), budget())
         .await
         .expect("observed");
     assert!(ready.bootstrap_complete);
@@ -764,7 +819,9 @@ async fn drift_blocks_readiness_and_never_triggers_cleanup() {
         .await
         .expect("memory changed by hand");
     let drifted = host
-        .get_info("docker", reference.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .get_info(reference.clone(), budget())
         .await
         .expect("observed");
     assert_eq!(
@@ -772,7 +829,9 @@ async fn drift_blocks_readiness_and_never_triggers_cleanup() {
         (LifecycleState::Running, false)
     );
     let renewed = host
-        .renew("docker", reference.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .renew(reference.clone(), budget())
         .await
         .expect("renew observes");
     assert!(!renewed.bootstrap_complete);
@@ -799,12 +858,14 @@ async fn observe_reports_one_stats_sample() {
     else {
         return;
     };
-    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+    let target = sandbox_host::types::Target {
         reference: reference.clone(),
         provider_id: created.provider_id.clone(),
     };
     let sample = host
-        .observe("docker", target.clone(), budget())
+        .kind("docker")
+        .expect("a loaded kind")
+        .observe(target.clone(), budget())
         .await
         .expect("sample");
     assert_eq!(sample.memory_limit_bytes, 256 << 20);
@@ -812,12 +873,15 @@ async fn observe_reports_one_stats_sample() {
     assert!(sample.cpu_seconds >= 0.0);
     assert_eq!(sample.cpus, 0.5);
     assert!(sample.started_at.is_some());
-    let wrong = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+    let wrong = sandbox_host::types::Target {
         provider_id: Some("other".into()),
         ..target
     };
     assert_eq!(
-        host.observe("docker", wrong, budget()).await,
+        host.kind("docker")
+            .expect("a loaded kind")
+            .observe(wrong, budget())
+            .await,
         Err(Error::NotFound)
     );
     cleanup(&host, &reference).await;

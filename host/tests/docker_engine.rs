@@ -7,8 +7,8 @@
 mod support;
 
 use bollard::Docker;
-use sandbox_host::bindings::{Error, Reference};
 use sandbox_host::host::Connect;
+use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::json;
 use std::path::Path;
@@ -66,7 +66,9 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
     let allocation = reference("alloc-1");
 
     let created = host
-        .get_info("creator", allocation.clone(), budget())
+        .kind("creator")
+        .expect("a loaded kind")
+        .get_info(allocation.clone(), budget())
         .await
         .expect("volume created");
     assert_eq!(created.provider_id.as_deref(), Some(volume.as_str()));
@@ -95,18 +97,24 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
     );
 
     let inspected = host
-        .get_info("inspector", allocation.clone(), budget())
+        .kind("inspector")
+        .expect("a loaded kind")
+        .get_info(allocation.clone(), budget())
         .await
         .expect("owned volume inspected");
     assert_eq!(inspected.provider_id.as_deref(), Some(volume.as_str()));
     assert_eq!(
-        host.get_info("inspector", reference("alloc-2"), budget())
+        host.kind("inspector")
+            .expect("a loaded kind")
+            .get_info(reference("alloc-2"), budget())
             .await,
         Err(Error::Ownership),
         "another allocation does not own it"
     );
 
-    host.get_info("remover", allocation.clone(), budget())
+    host.kind("remover")
+        .expect("a loaded kind")
+        .get_info(allocation.clone(), budget())
         .await
         .expect("owned volume removed");
     assert!(
@@ -114,7 +122,10 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
         "volume is gone"
     );
     assert_eq!(
-        host.get_info("inspector", allocation, budget()).await,
+        host.kind("inspector")
+            .expect("a loaded kind")
+            .get_info(allocation, budget())
+            .await,
         Err(Error::NotFound)
     );
 }
@@ -147,7 +158,10 @@ async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
     )
     .await;
     assert_eq!(
-        host.get_info("remover", reference("a"), budget()).await,
+        host.kind("remover")
+            .expect("a loaded kind")
+            .get_info(reference("a"), budget())
+            .await,
         Err(Error::Ownership)
     );
     assert!(
@@ -235,7 +249,7 @@ async fn faulted(
     socket: &Path,
     volume: &str,
     fault: sandbox_host::capability::faults::Fault,
-) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
+) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     let hook = std::sync::Arc::new(Faulty {
         inject: Some(("volume-create", fault)),
         ..Default::default()
@@ -249,11 +263,9 @@ async fn faulted(
         .await
         .expect("loads");
     let answer = host
-        .get_info(
-            "steerable",
-            reference("a"),
-            Budget::from_millis(2_000).expect("budget"),
-        )
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference("a"), Budget::from_millis(2_000).expect("budget"))
         .await;
     let seen = hook.seen.lock().expect("lock").clone();
     (answer, seen)
@@ -324,7 +336,9 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
         .await
         .expect("host loads");
     let answer = host
-        .get_info("steerable", reference(&container), budget())
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(&container), budget())
         .await;
     let _ = engine
         .remove_container(

@@ -13,12 +13,12 @@ mod support;
 
 use bollard::Docker;
 use docker_engine::FakeDockerEngine;
-use sandbox_host::bindings::{Error, Reference};
 use sandbox_host::capability::faults::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
+use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use support::*;
@@ -62,7 +62,9 @@ async fn steered(
 /// One steered `get-info` for `allocation`: the component's answer (its
 /// provider id carries what the capability returned).
 async fn act(host: &Host, allocation: &str) -> Result<String, Error> {
-    host.get_info("steerable", reference(allocation), budget())
+    host.kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(allocation), budget())
         .await
         .map(|info| info.provider_id.unwrap_or_default())
 }
@@ -828,35 +830,52 @@ mod hostile_engine {
     }
 }
 
-/// Inspect output of a container that carries the test policy and this
-/// allocation's labels.
+/// Inspect output of a container that carries the test policy (see
+/// `policy_with(NO_IMAGE, SMALL_SECCOMP, false)` and docs/container-policy.md)
+/// and allocation `a`'s labels, written out by hand.
 fn conforming_inspect(name: &str) -> String {
-    use sandbox_host::bindings::oac::sandbox_provider::docker::ContainerSpec;
-    use sandbox_host::capability::docker::request::ContainerRequest;
-    use sandbox_host::capability::scope::ownership_labels;
-    let spec = ContainerSpec {
-        name: name.into(),
-        cmd: vec![],
-        env: vec![],
-        working_dir: None,
-        mounts: vec![],
-        extra_hosts: vec![],
-    };
-    let request = ContainerRequest::check(&spec).expect("valid");
-    let labels: HashMap<String, String> = ownership_labels(INSTALLATION, &reference("a"));
-    let body = policy_with(NO_IMAGE, SMALL_SECCOMP, false).create_body(&request, labels);
-    let mut config = serde_json::to_value(&body).expect("body");
-    let host_config = config
-        .as_object_mut()
-        .and_then(|object| object.remove("HostConfig"))
-        .expect("host config");
     json!({
         "Id": "c".repeat(64),
         "Name": format!("/{name}"),
         "Image": NO_IMAGE,
         "State": { "Status": "running", "Running": true },
-        "Config": config,
-        "HostConfig": host_config,
+        "Config": {
+            "Image": NO_IMAGE,
+            "User": "1000:1000",
+            "Labels": {
+                "io.oac.installation": INSTALLATION,
+                "io.oac.tenant": "t",
+                "io.oac.environment": "e",
+                "io.oac.allocation": "a",
+            },
+        },
+        "HostConfig": {
+            "ReadonlyRootfs": true,
+            "CapDrop": ["ALL"],
+            "SecurityOpt": [
+                "no-new-privileges",
+                format!("seccomp={SMALL_SECCOMP}"),
+                "apparmor=unconfined",
+            ],
+            "Privileged": false,
+            "NetworkMode": "none",
+            "NanoCpus": 500_000_000,
+            "Memory": 256 << 20,
+            "PidsLimit": 128,
+            "Tmpfs": { "/tmp": "size=134217728,mode=1777" },
+            "Mounts": [],
+            "MaskedPaths": [
+                "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys",
+                "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                "/proc/sched_debug", "/proc/scsi", "/sys/firmware",
+                "/sys/devices/virtual/powercap",
+            ],
+            "ReadonlyPaths": [
+                "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+            ],
+            "Init": false,
+            "LogConfig": { "Type": "json-file", "Config": { "max-size": "10m", "max-file": "3" } },
+        },
     })
     .to_string()
 }

@@ -3,9 +3,9 @@
 
 mod support;
 
-use sandbox_host::bindings::{Error, Reference};
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
+use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Registration};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -39,7 +39,7 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
     (origin, seen)
 }
 
-async fn get(allowed: &str, url: &str) -> Result<sandbox_host::bindings::Info, Error> {
+async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Error> {
     let registration = Registration {
         grants: Grants {
             docker: false,
@@ -59,12 +59,10 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::bindings::Info, E
         environment_id: "e".into(),
         allocation_id: "a".into(),
     };
-    host.get_info(
-        "fetcher",
-        allocation,
-        Budget::from_millis(10_000).expect("budget"),
-    )
-    .await
+    host.kind("fetcher")
+        .expect("a loaded kind")
+        .get_info(allocation, Budget::from_millis(10_000).expect("budget"))
+        .await
 }
 
 #[tokio::test]

@@ -5,9 +5,9 @@
 
 mod support;
 
-use sandbox_host::bindings::{Error, Reference};
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
+use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::json;
 use support::*;
@@ -36,20 +36,18 @@ async fn steered_with(engine: &FakeEngine, configuration: serde_json::Value) -> 
 
 async fn outcome_of(
     configuration: serde_json::Value,
-) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
+) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     let engine = FakeEngine::start().await;
     let host = steered_with(&engine, configuration).await;
     let answer = host
-        .get_info(
-            "steerable",
-            reference(),
-            Budget::from_millis(5_000).expect("budget"),
-        )
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
         .await;
     (answer, engine.recorded())
 }
 
-async fn outcome(action: &str) -> (Result<sandbox_host::bindings::Info, Error>, Vec<String>) {
+async fn outcome(action: &str) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     outcome_of(json!({ "action": action, "volume": "oac-victim" })).await
 }
 
@@ -95,11 +93,9 @@ async fn every_engine_request_names_the_pinned_api_version() {
     )
     .await;
     let _ = host
-        .get_info(
-            "steerable",
-            reference(),
-            Budget::from_millis(5_000).expect("budget"),
-        )
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
         .await;
     let raw = engine.raw.lock().expect("lock").clone();
     // The construction check asks the unversioned /version (an older engine
@@ -126,11 +122,9 @@ async fn an_ungranted_capability_is_denied_without_io() {
     .await
     .expect("host loads");
     let answer = host
-        .get_info(
-            "nodocker",
-            reference(),
-            Budget::from_millis(5_000).expect("budget"),
-        )
+        .kind("nodocker")
+        .expect("a loaded kind")
+        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
         .await;
     assert_eq!(answer, Err(Error::Invalid));
     assert!(engine.recorded().is_empty());
@@ -145,10 +139,8 @@ async fn native_error_text_never_reaches_the_caller() {
 
 #[tokio::test]
 async fn declared_unsupported_operations_are_answered_before_any_io() {
-    use sandbox_host::bindings::UnsupportedOperation;
-    use sandbox_host::bindings::oac::sandbox_provider::types::{
-        Compute, SnapshotIdentity, SuspendRequest, Target,
-    };
+    use sandbox_host::types::UnsupportedOperation;
+    use sandbox_host::types::{Compute, SnapshotIdentity, SuspendRequest, Target};
     let engine = FakeEngine::start().await;
     let host = steered(&engine, "volume-inspect").await;
     let budget = Budget::from_millis(5_000).expect("budget");
@@ -167,33 +159,40 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     let checkpoint = "steerable_has_no_checkpoints";
     let observation = "steerable_has_no_observation";
     assert_eq!(
-        host.initial("steerable", reference(), budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .initial(reference(), budget)
             .await
             .map(|_| ()),
         unsupported("initial", checkpoint)
     );
     assert_eq!(
-        host.new_compute("steerable", reference(), 1, budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .new_compute(reference(), 1, budget)
             .await
             .map(|_| ()),
         unsupported("new-compute", checkpoint)
     );
     assert_eq!(
-        host.suspend(
-            "steerable",
-            SuspendRequest {
-                reference: reference(),
-                compute: compute.clone(),
-                observe_only: false
-            },
-            budget
-        )
-        .await
-        .map(|_| ()),
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .suspend(
+                SuspendRequest {
+                    reference: reference(),
+                    compute: compute.clone(),
+                    observe_only: false
+                },
+                budget
+            )
+            .await
+            .map(|_| ()),
         unsupported("suspend", checkpoint)
     );
     assert_eq!(
-        host.kill_compute("steerable", reference(), compute.clone(), budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .kill_compute(reference(), compute.clone(), budget)
             .await,
         unsupported("kill-compute", checkpoint)
     );
@@ -202,7 +201,9 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
         id: "i".into(),
     };
     assert_eq!(
-        host.delete_snapshot("steerable", reference(), snapshot, budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .delete_snapshot(reference(), snapshot, budget)
             .await,
         unsupported("delete-snapshot", checkpoint)
     );
@@ -211,25 +212,33 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
         provider_id: None,
     };
     assert_eq!(
-        host.observe("steerable", target.clone(), budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .observe(target.clone(), budget)
             .await
             .map(|_| ()),
         unsupported("observe", observation)
     );
     assert_eq!(
-        host.observe_batch("steerable", vec![target], budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .observe_batch(vec![target], budget)
             .await
             .map(|_| ()),
         unsupported("observe-batch", observation)
     );
     assert_eq!(
-        host.discover_selection("steerable", budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .discover_selection(budget)
             .await
             .map(|_| ()),
         unsupported("discover-selection", observation)
     );
     assert_eq!(
-        host.verify_credential("steerable", "secret".into(), budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .verify_credential("secret".into(), budget)
             .await,
         unsupported("verify-credential", observation)
     );
@@ -240,7 +249,10 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     );
     // A supported operation of the same kind does reach the engine.
     assert_eq!(
-        host.get_info("steerable", reference(), budget).await,
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .get_info(reference(), budget)
+            .await,
         Err(Error::Ownership)
     );
     assert_eq!(
@@ -251,7 +263,7 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
 
 #[tokio::test]
 async fn a_batch_over_one_hundred_targets_is_invalid() {
-    use sandbox_host::bindings::oac::sandbox_provider::types::Target;
+    use sandbox_host::types::Target;
     let engine = FakeEngine::start().await;
     let host = steered(&engine, "none").await;
     let targets = vec![
@@ -263,7 +275,9 @@ async fn a_batch_over_one_hundred_targets_is_invalid() {
     ];
     let budget = Budget::from_millis(5_000).expect("budget");
     assert_eq!(
-        host.observe_batch("steerable", targets, budget)
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .observe_batch(targets, budget)
             .await
             .map(|_| ()),
         Err(Error::Invalid)

@@ -4,8 +4,8 @@
 
 mod support;
 
-use sandbox_host::bindings::{Bootstrap, Error, Failure, NetworkAccess, Reference};
 use sandbox_host::host::Connect;
+use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -71,7 +71,11 @@ fn budget(ms: u32) -> Budget {
 async fn a_looping_component_is_stopped_at_its_budget() {
     let host = host().await;
     let started = Instant::now();
-    let outcome = host.create("looper", bootstrap(), budget(300)).await;
+    let outcome = host
+        .kind("looper")
+        .expect("a loaded kind")
+        .create(bootstrap(), budget(300))
+        .await;
     assert_eq!(
         outcome,
         Err(Failure {
@@ -89,7 +93,9 @@ async fn a_looping_component_is_stopped_at_its_budget() {
         "not stopped at the budget: {elapsed:?}"
     );
     assert!(
-        host.get_info("quiet", reference(), budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
             .await
             .is_ok(),
         "host still serves"
@@ -101,12 +107,19 @@ async fn a_loop_does_not_block_other_calls() {
     let host = std::sync::Arc::new(host().await);
     let looping = {
         let host = host.clone();
-        tokio::spawn(async move { host.get_info("looper", reference(), budget(2_000)).await })
+        tokio::spawn(async move {
+            host.kind("looper")
+                .expect("a loaded kind")
+                .get_info(reference(), budget(2_000))
+                .await
+        })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
     assert!(
-        host.get_info("quiet", reference(), budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
             .await
             .is_ok()
     );
@@ -126,7 +139,11 @@ async fn a_spinning_guest_yields_its_thread() {
     let looping = {
         let (host, finished) = (host.clone(), finished.clone());
         tokio::spawn(async move {
-            let outcome = host.get_info("looper", reference(), budget(2_000)).await;
+            let outcome = host
+                .kind("looper")
+                .expect("a loaded kind")
+                .get_info(reference(), budget(2_000))
+                .await;
             let _ = finished.send("loop");
             outcome
         })
@@ -134,7 +151,9 @@ async fn a_spinning_guest_yields_its_thread() {
     // Let the looping call start spinning before the quiet one begins.
     tokio::task::yield_now().await;
     assert!(
-        host.get_info("quiet", reference(), budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
             .await
             .is_ok()
     );
@@ -147,9 +166,17 @@ async fn a_spinning_guest_yields_its_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unbounded_allocation_fails_cleanly() {
     let host = host().await;
-    let outcome = host.get_info("hoarder", reference(), budget(30_000)).await;
+    let outcome = host
+        .kind("hoarder")
+        .expect("a loaded kind")
+        .get_info(reference(), budget(30_000))
+        .await;
     assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
-    let created = host.create("hoarder", bootstrap(), budget(30_000)).await;
+    let created = host
+        .kind("hoarder")
+        .expect("a loaded kind")
+        .create(bootstrap(), budget(30_000))
+        .await;
     assert_eq!(
         created,
         Err(Failure {
@@ -158,7 +185,9 @@ async fn unbounded_allocation_fails_cleanly() {
         })
     );
     assert!(
-        host.get_info("quiet", reference(), budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
             .await
             .is_ok(),
         "host still serves"
@@ -169,16 +198,21 @@ async fn unbounded_allocation_fails_cleanly() {
 async fn a_trap_is_unconfirmed_never_success() {
     let host = host().await;
     assert_eq!(
-        host.get_info("panicker", reference(), budget(5_000)).await,
+        host.kind("panicker")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
+            .await,
         Err(Error::ComputeUnconfirmed)
     );
-    let command = sandbox_host::bindings::Command {
+    let command = sandbox_host::types::Command {
         args: vec!["true".into()],
         directory: None,
         stdin: None,
     };
     assert!(
-        host.run_command("quiet", reference(), command, budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .run_command(reference(), command, budget(5_000))
             .await
             .is_ok()
     );
@@ -191,7 +225,9 @@ async fn each_call_gets_a_fresh_instance() {
     let host = host().await;
     for _ in 0..20 {
         let info = host
-            .get_info("counter", reference(), budget(5_000))
+            .kind("counter")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
             .await
             .expect("count");
         assert_eq!(info.provider_id.as_deref(), Some("1"));
@@ -201,17 +237,16 @@ async fn each_call_gets_a_fresh_instance() {
 #[tokio::test]
 async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
     let host = host().await;
-    assert_eq!(
-        host.get_info("nope", reference(), budget(100)).await,
-        Err(Error::Invalid)
-    );
-    let command = sandbox_host::bindings::Command {
+    assert!(matches!(host.kind("nope"), Err(Error::Invalid)));
+    let command = sandbox_host::types::Command {
         args: vec!["cat".into()],
         directory: None,
         stdin: Some(vec![0; 50 * 1024 * 1024 + 33]),
     };
     assert_eq!(
-        host.run_command("quiet", reference(), command, budget(5_000))
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .run_command(reference(), command, budget(5_000))
             .await,
         Err(Error::Invalid)
     );

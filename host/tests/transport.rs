@@ -5,18 +5,21 @@
 
 mod support;
 
-use sandbox_host::bindings::{
+use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::provider::SandboxProvider;
+use sandbox_host::transport::wire::{
+    self, Call, MAX_REQUEST_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
+    reasons,
+};
+use sandbox_host::transport::{
+    Endpoint, MAX_CONNECTIONS, Node, NodeClient, RemoteProvider, TransportError,
+};
+use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
     UnsupportedOperation,
 };
-use sandbox_host::node_config::{Listen, Token};
-use sandbox_host::provider::{LocalProvider, SandboxProvider};
-use sandbox_host::transport::wire::{self, Call, Outcome};
-use sandbox_host::transport::{
-    Endpoint, MAX_CONNECTIONS, MAX_REQUEST_BYTES, Node, NodeClient, PROTOCOL_HEADER,
-    PROTOCOL_VERSION, READ_TIMEOUT, RemoteProvider, TransportError, reasons,
-};
 use sandbox_host::{Budget, Host};
+use sandbox_host::{Kind, types::Diagnostic, types::Target};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -107,7 +110,7 @@ impl Served {
     }
 
     fn client_at(&self, endpoint: &Endpoint) -> NodeClient {
-        NodeClient::new(endpoint, &self.token).expect("client")
+        NodeClient::new(endpoint, self.token.expose()).expect("client")
     }
 
     fn client(&self) -> NodeClient {
@@ -120,8 +123,8 @@ impl Served {
             .expect("proxy")
     }
 
-    fn local(&self, kind: &str) -> LocalProvider<'_> {
-        LocalProvider::new(&self.host, kind).expect("local kind")
+    fn local(&self, kind: &str) -> &Kind {
+        self.host.kind(kind).expect("local kind")
     }
 
     /// A raw request, to send what the client never would.
@@ -313,7 +316,7 @@ async fn an_unsupported_operation_is_refused_by_the_node_before_native_io() {
         reason: "steerable_has_no_checkpoints".into(),
     });
     match outcome {
-        Outcome::Error { error, info: None } => assert_eq!(error.to_error(), Some(expected)),
+        Outcome::Error { error, info: None } => assert_eq!(error, expected),
         other => panic!("expected unsupported, got {other:?}"),
     }
     assert!(node.engine.recorded().is_empty(), "zero native requests");
@@ -368,7 +371,7 @@ async fn every_error_code_is_mapped_back_identically() {
         .call(
             "e-invalid",
             budget(5_000),
-            Call::Observe(wire::Target {
+            Call::Observe(Target {
                 reference: reference("a").into(),
                 provider_id: None,
             }),
@@ -378,7 +381,7 @@ async fn every_error_code_is_mapped_back_identically() {
     let Outcome::Error { error, .. } = outcome else {
         panic!("observe is declared unsupported")
     };
-    let unsupported = error.to_error().expect("a fixed code");
+    let unsupported = error;
     assert_eq!(
         unsupported,
         Error::Unsupported(UnsupportedOperation {
@@ -386,7 +389,7 @@ async fn every_error_code_is_mapped_back_identically() {
             reason: "steerable_has_no_observation".into(),
         })
     );
-    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+    let target = sandbox_host::types::Target {
         reference: reference("a"),
         provider_id: None,
     };
@@ -418,41 +421,52 @@ async fn every_error_code_is_mapped_back_identically() {
     node.stop().await;
 }
 
+/// One evidence table, run through the in-process kind and through the node
+/// and the proxy: both keep a failed mutation's info only when it is
+/// settlement evidence for the exact reference (settled, and absent with no
+/// id or present with one).
 #[tokio::test]
 async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
-    let actions = [
-        ("failure-settled-absent", true),
-        ("failure-settled-running", true),
-        ("failure-unsettled", false),
-        ("failure-absent-with-id", false),
+    let evidence = |state, id: Option<&str>| Info {
+        reference: reference("a"),
+        provider_id: id.map(Into::into),
+        state,
+        bootstrap_complete: false,
+        create_settled: true,
+    };
+    let table = [
+        (
+            "failure-settled-absent",
+            Some(evidence(LifecycleState::Absent, None)),
+        ),
+        (
+            "failure-settled-running",
+            Some(evidence(LifecycleState::Running, Some("native-1"))),
+        ),
+        ("failure-unsettled", None),
+        ("failure-absent-with-id", None),
     ];
-    let kinds: Vec<(&str, serde_json::Value)> = actions
+    let kinds: Vec<(&str, serde_json::Value)> = table
         .iter()
         .map(|(action, _)| (*action, steer(action)))
         .collect();
     let node = serve(&kinds, 8).await;
-    for (action, kept) in actions {
+    for (action, kept) in table {
+        let expected = Err(Failure {
+            error: Error::Exists,
+            info: kept,
+        });
         let local = node
             .local(action)
             .create(bootstrap("a"), budget(5_000))
             .await;
-        let Err(Failure {
-            error: Error::Exists,
-            info: Some(attached),
-        }) = local
-        else {
-            panic!("{action}: the component attaches info: {local:?}")
-        };
+        assert_eq!(local, expected, "{action}: in-process");
         let remote = node
             .proxy(action)
             .await
             .create(bootstrap("a"), budget(5_000))
             .await;
-        let expected = Failure {
-            error: Error::Exists,
-            info: kept.then_some(attached),
-        };
-        assert_eq!(remote, Err(expected), "{action}");
+        assert_eq!(remote, expected, "{action}: through the node");
     }
     node.stop().await;
 }
@@ -467,7 +481,7 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
     let Ok(Outcome::Error { error, info: None }) = outcome else {
         panic!("expected an error outcome, got {outcome:?}")
     };
-    assert_eq!(error.code, "unconfirmed");
+    assert_eq!(error.code(), "unconfirmed");
     let local = node
         .local("huge")
         .get_info(reference("a"), budget(10_000))
@@ -483,8 +497,8 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
 async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
     let lossy = support::proxy::Proxy::start(node.socket.clone()).await;
-    let client =
-        NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), &node.token).expect("client");
+    let client = NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), node.token.expose())
+        .expect("client");
     let provider = RemoteProvider::connect(client, "probe", budget(5_000))
         .await
         .expect("proxy");
@@ -539,7 +553,7 @@ async fn the_budget_counts_from_receipt_and_expiry_proves_nothing() {
     assert!(
         matches!(
             outcome,
-            Ok(Outcome::Error { ref error, info: None }) if error.code == "unconfirmed"
+            Ok(Outcome::Error { ref error, info: None }) if error.code() == "unconfirmed"
         ) || outcome == Err(TransportError::Expired),
         "{outcome:?}"
     );
@@ -566,7 +580,7 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
     let spun = busy_call.await.expect("task");
     // Either side may notice the expiry first; neither is a success.
     assert!(
-        matches!(spun, Ok(Outcome::Error { ref error, .. }) if error.code == "unconfirmed")
+        matches!(spun, Ok(Outcome::Error { ref error, .. }) if error.code() == "unconfirmed")
             || spun == Err(TransportError::Expired),
         "{spun:?}"
     );
@@ -616,7 +630,11 @@ async fn the_proxy_declares_what_it_forwards_and_exposes_checkpoints_only_when_d
     let plain = node.proxy("plain").await;
     assert!(plain.checkpoint().is_none());
     assert!(node.proxy("checkpointed").await.checkpoint().is_some());
-    let decision = |operation: &str| plain.declaration().decision(operation).cloned();
+    let decision = |operation: &str| {
+        let operation =
+            sandbox_host::contract::Operation::from_name(operation).expect("an operation");
+        plain.declaration().decision(operation).cloned()
+    };
     use sandbox_host::declaration::Decision;
     assert_eq!(
         decision("observe-batch"),
@@ -658,7 +676,7 @@ async fn health_and_a_full_walk_over_tcp() {
     let client = node.client_at(&Endpoint::Tcp(address));
     let health = client.health(budget(5_000)).await.expect("health");
     assert!(health.ready);
-    assert_eq!(health.kinds["plain"], Vec::<wire::Diagnostic>::new());
+    assert_eq!(health.kinds["plain"], Vec::<Diagnostic>::new());
     let provider = RemoteProvider::connect(client, "plain", budget(5_000))
         .await
         .expect("proxy");
@@ -706,8 +724,8 @@ async fn health_reports_each_kinds_probe_diagnostics() {
     assert_eq!(
         health.kinds["unready"],
         vec![
-            wire::Diagnostic::ProviderUnavailable,
-            wire::Diagnostic::ImageUnavailable
+            Diagnostic::ProviderUnavailable,
+            Diagnostic::ImageUnavailable
         ]
     );
     let (status, body) = node
@@ -768,9 +786,15 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
                 .into_iter()
                 .map(|op| (op.to_string(), wire::Support::Supported))
                 .chain(
-                    sandbox_host::declaration::CHECKPOINT_OPERATIONS
-                        .iter()
-                        .map(|op| (op.to_string(), wire::Support::Unsupported("none".into()))),
+                    sandbox_host::contract::Operation::of(
+                        sandbox_host::contract::Interface::CheckpointProvider,
+                    )
+                    .map(|op| {
+                        (
+                            op.name().to_string(),
+                            wire::Support::Unsupported("none".into()),
+                        )
+                    }),
                 )
                 .collect(),
             },
@@ -833,11 +857,11 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         }
     });
     let token = token_in(dir.path());
-    let client = NodeClient::new(&Endpoint::Unix(socket), &token).expect("client");
+    let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
     let provider = RemoteProvider::connect(client, "plain", budget(5_000))
         .await
         .expect("the kinds frame is fine");
-    let target = sandbox_host::bindings::oac::sandbox_provider::types::Target {
+    let target = sandbox_host::types::Target {
         reference: reference("a"),
         provider_id: None,
     };

@@ -186,11 +186,12 @@ impl TestEngine {
         if !Path::new("/bin/busybox").exists() {
             // The test runtime image is built from Debian's static busybox.
             eprintln!("installing busybox-static for the test runtime image");
-            run(Command::new("apt-get").args(["install", "-y", "-q", "busybox-static"]))
-                .or_else(|_| {
+            run(Command::new("apt-get").args(["install", "-y", "-q", "busybox-static"])).or_else(
+                |_| {
                     run(Command::new("apt-get").args(["update", "-q"]))?;
                     run(Command::new("apt-get").args(["install", "-y", "-q", "busybox-static"]))
-                })?;
+                },
+            )?;
         }
         let running = Command::new(Self::script())
             .arg("status")

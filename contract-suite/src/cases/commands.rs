@@ -6,15 +6,14 @@
 use super::{Runner, actions, ensure};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::bindings::oac::sandbox_provider::types::Error;
 use sandbox_host::capability::faults::Fault;
-use sandbox_host::host::CallError;
+use sandbox_host::types::Error;
 use sha2::Digest;
 
 pub async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
     let reference = h.allocation("commands");
-    if !matches!(h.create(&reference).await, Ok(Ok(_))) {
+    if !matches!(h.create(&reference).await, Ok(_)) {
         runner.failed(
             "commands.setup",
             "commands",
@@ -34,7 +33,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                 let stdin: Vec<u8> = (0..1_500_000u32).map(|i| (i % 256) as u8).collect();
                 let digest = hex::encode(sha2::Sha256::digest(&stdin));
                 match h.run_command(r, &["sha256sum"], Some(stdin)).await {
-                    Ok(Ok(result)) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
+                    Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
                         format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
                     }),
                     other => Err(format!("{other:?}")),
@@ -51,7 +50,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let stdin: Vec<u8> = (0..=255u8).chain([0, 0, b'\n', 0]).rev().collect();
                 match h.run_command(r, &["cat"], Some(stdin.clone())).await {
-                    Ok(Ok(result)) => ensure(result.stdout == stdin, || {
+                    Ok(result) => ensure(result.stdout == stdin, || {
                         format!("{} bytes differ", result.stdout.len())
                     }),
                     other => Err(format!("{other:?}")),
@@ -69,7 +68,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                 .run_command(r, &["sh", "-c", "echo out; echo err >&2"], None)
                 .await
             {
-                Ok(Ok(result)) => ensure(
+                Ok(result) => ensure(
                     result.stdout == b"out\n" && result.stderr == b"err\n",
                     || format!("{result:?}"),
                 ),
@@ -84,7 +83,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "The command's real exit code is returned.",
             async |h| match h.run_command(r, &["sh", "-c", "exit 43"], None).await {
-                Ok(Ok(result)) => ensure(result.exit_code == 43, || {
+                Ok(result) => ensure(result.exit_code == 43, || {
                     format!("exit code {}", result.exit_code)
                 }),
                 other => Err(format!("{other:?}")),
@@ -101,7 +100,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                 .run_command(r, &["head", "-c", "1048576", "/dev/zero"], None)
                 .await
             {
-                Ok(Ok(result)) => ensure(result.stdout.len() == 1 << 20, || {
+                Ok(result) => ensure(result.stdout.len() == 1 << 20, || {
                     format!("{} bytes", result.stdout.len())
                 }),
                 other => Err(format!("{other:?}")),
@@ -118,8 +117,8 @@ pub async fn run(runner: &mut Runner<'_>) {
                 let answer = h
                     .run_command(r, &["head", "-c", "1100000", "/dev/zero"], None)
                     .await;
-                ensure(matches!(answer, Ok(Err(Error::CommandUnconfirmed))), || {
-                    format!("{:?}", answer.map(|a| a.map(|c| c.stdout.len())))
+                ensure(matches!(answer, Err(Error::CommandUnconfirmed)), || {
+                    format!("{:?}", answer.map(|c| c.stdout.len()))
                 })
             },
         )
@@ -145,10 +144,8 @@ pub async fn run(runner: &mut Runner<'_>) {
                             h.run_command(r, &["sh", "-c", "echo hi"], None).await
                         })
                         .await;
-                    let unconfirmed = matches!(
-                        answer,
-                        Ok(Err(Error::CommandUnconfirmed)) | Err(CallError::Aborted(_))
-                    );
+                    // A call cut off by its budget is command-unconfirmed too.
+                    let unconfirmed = matches!(answer, Err(Error::CommandUnconfirmed));
                     ensure(unconfirmed, || format!("{answer:?}"))?;
                     let creates = requests
                         .iter()

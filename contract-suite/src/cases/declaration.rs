@@ -3,7 +3,8 @@
 
 use super::{Runner, ensure};
 use crate::report::Level;
-use sandbox_host::declaration::{CHECKPOINT_INTERFACE, Decision, REQUIRED, is_valid_reason};
+use sandbox_host::contract::{Interface, Operation, is_valid_reason};
+use sandbox_host::declaration::Decision;
 
 pub async fn run(runner: &mut Runner<'_>) {
     runner
@@ -17,8 +18,8 @@ pub async fn run(runner: &mut Runner<'_>) {
                 let missing: Vec<&str> = inventory
                     .0
                     .iter()
-                    .map(|op| op.name.as_str())
-                    .filter(|op| declaration.decision(op).is_none())
+                    .filter(|op| declaration.decision(**op).is_none())
+                    .map(|op| op.name())
                     .collect();
                 ensure(
                     missing.is_empty() && declaration.0.len() == inventory.0.len(),
@@ -35,10 +36,10 @@ pub async fn run(runner: &mut Runner<'_>) {
             "The five required operations are supported.",
             async |h| {
                 let (declaration, _) = h.declaration();
-                let unsupported: Vec<&str> = REQUIRED
-                    .iter()
-                    .copied()
-                    .filter(|op| declaration.decision(op) != Some(&Decision::Supported))
+                let unsupported: Vec<&str> = Operation::ALL
+                    .into_iter()
+                    .filter(|op| op.required() && !declaration.supports(*op))
+                    .map(Operation::name)
                     .collect();
                 ensure(unsupported.is_empty(), || {
                     format!("not supported: {unsupported:?}")
@@ -57,8 +58,8 @@ pub async fn run(runner: &mut Runner<'_>) {
                 let decisions: Vec<bool> = inventory
                     .0
                     .iter()
-                    .filter(|op| op.interface == CHECKPOINT_INTERFACE)
-                    .map(|op| declaration.decision(&op.name) == Some(&Decision::Supported))
+                    .filter(|op| op.interface() == Interface::CheckpointProvider)
+                    .map(|op| declaration.supports(*op))
                     .collect();
                 ensure(
                     decisions.iter().all(|d| *d) || decisions.iter().all(|d| !*d),
@@ -75,11 +76,13 @@ pub async fn run(runner: &mut Runner<'_>) {
             "Every unsupported reason matches ^[a-z][a-z0-9_]{0,95}$.",
             async |h| {
                 let (declaration, _) = h.declaration();
-                let bad: Vec<&String> = declaration
+                let bad: Vec<&str> = declaration
                     .0
                     .iter()
                     .filter_map(|(op, decision)| match decision {
-                        Decision::Unsupported(reason) if !is_valid_reason(reason) => Some(op),
+                        Decision::Unsupported(reason) if !is_valid_reason(reason) => {
+                            Some(op.name())
+                        }
                         _ => None,
                     })
                     .collect();
@@ -95,8 +98,8 @@ pub async fn run(runner: &mut Runner<'_>) {
             "Batch observation is supported only when observe is.",
             async |h| {
                 let (declaration, _) = h.declaration();
-                let batch = declaration.decision("observe-batch") == Some(&Decision::Supported);
-                let single = declaration.decision("observe") == Some(&Decision::Supported);
+                let batch = declaration.supports(Operation::ObserveBatch);
+                let single = declaration.supports(Operation::Observe);
                 ensure(!batch || single, || {
                     "observe-batch supported without observe".into()
                 })

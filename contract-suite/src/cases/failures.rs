@@ -10,9 +10,8 @@ use super::{Runner, Verdict, actions, ensure, is_mutation};
 use crate::harness::{Harness, Mutation};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::bindings::oac::sandbox_provider::types::{Error, Failure, Info, Reference};
 use sandbox_host::capability::faults::{Fault, NativeRequest};
-use sandbox_host::host::CallError;
+use sandbox_host::types::{Error, Failure, Info, Reference};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Operation {
@@ -36,10 +35,7 @@ impl Operation {
     async fn call(self, h: &Harness, reference: &Reference) -> Mutation {
         match self {
             Operation::Create => h.create(reference).await,
-            Operation::GetInfo => h
-                .get_info(reference)
-                .await
-                .map(|answer| answer.map_err(Failure::from)),
+            Operation::GetInfo => h.get_info(reference).await.map_err(Failure::from),
             Operation::Renew => h.renew(reference).await,
             Operation::Kill => h.kill(reference).await,
         }
@@ -64,10 +60,8 @@ fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
 /// The checks every faulted operation must pass.
 fn judge(answer: &Mutation, reference: &Reference) -> Verdict {
     match answer {
-        Ok(Ok(info)) => Err(format!("reported success: {info:?}")),
-        Err(CallError::UnknownKind) => Err("kind not loaded".into()),
-        Err(CallError::Aborted(_)) => Ok(()),
-        Ok(Err(Failure { error, info })) => {
+        Ok(info) => Err(format!("reported success: {info:?}")),
+        Err(Failure { error, info }) => {
             ensure(!matches!(error, Error::Unsupported(_)), || {
                 format!("answered {error:?}")
             })?;
@@ -93,7 +87,6 @@ async fn baseline(h: &Harness, operation: Operation) -> Result<Vec<(NativeReques
     if operation != Operation::Create {
         h.create(&reference)
             .await
-            .map_err(|e| format!("{e}"))?
             .map_err(|f| format!("setup create: {f:?}"))?;
     }
     let mark = h.recorder.mark();
@@ -103,7 +96,7 @@ async fn baseline(h: &Harness, operation: Operation) -> Result<Vec<(NativeReques
     let answered = h.recorder.answered_since(mark);
     h.cleanup(&reference).await;
     match answer {
-        Ok(Ok(Info { .. })) => Ok(requests
+        Ok(Info { .. }) => Ok(requests
             .into_iter()
             .zip(answered)
             .map(|(request, answered)| (request, answered == Some(true)))
@@ -251,7 +244,7 @@ pub async fn run(runner: &mut Runner<'_>) {
 /// Creates `reference` without faults, for the operations that need it.
 async fn setup(h: &Harness, reference: &Reference) -> Verdict {
     match h.create(reference).await {
-        Ok(Ok(_)) => Ok(()),
+        Ok(_) => Ok(()),
         other => Err(format!("setup create failed: {other:?}")),
     }
 }

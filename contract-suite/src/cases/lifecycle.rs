@@ -3,7 +3,7 @@
 
 use super::{Runner, ensure};
 use crate::report::Level;
-use sandbox_host::bindings::oac::sandbox_provider::types::{Error, Failure, LifecycleState};
+use sandbox_host::types::{Error, Failure, LifecycleState};
 use std::sync::Mutex;
 
 pub async fn run(runner: &mut Runner<'_>) {
@@ -17,7 +17,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "Create succeeds with settled, bootstrapped info for the exact reference.",
             async |h| match h.create(r).await {
-                Ok(Ok(info)) => {
+                Ok(info) => {
                     ensure(info.reference == *r, || {
                         format!("reference {:?}", info.reference)
                     })?;
@@ -39,7 +39,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "GetInfo reports running, bootstrap-complete, the reference and the provider id.",
             async |h| match h.get_info(r).await {
-                Ok(Ok(info)) => {
+                Ok(info) => {
                     let expected = id.lock().unwrap_or_else(|p| p.into_inner()).clone();
                     ensure(info.reference == *r && info.provider_id == expected, || {
                         format!("info {info:?}")
@@ -60,10 +60,10 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "A second Create returns exists with the existing allocation's info as evidence.",
             async |h| match h.create(r).await {
-                Ok(Err(Failure {
+                Err(Failure {
                     error: Error::Exists,
                     info: Some(info),
-                })) => {
+                }) => {
                     let expected = id.lock().unwrap_or_else(|p| p.into_inner()).clone();
                     ensure(info.reference == *r && info.provider_id == expected, || {
                         format!("evidence {info:?}")
@@ -80,7 +80,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "Renew succeeds for a running allocation.",
             async |h| match h.renew(r).await {
-                Ok(Ok(info)) => ensure(info.reference == *r, || format!("info {info:?}")),
+                Ok(info) => ensure(info.reference == *r, || format!("info {info:?}")),
                 other => Err(format!("{other:?}")),
             },
         )
@@ -92,11 +92,9 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "RunCommand runs in the allocation and returns its output.",
             async |h| match h.run_command(r, &["sh", "-c", "echo ready"], None).await {
-                Ok(Ok(result)) => {
-                    ensure(result.exit_code == 0 && result.stdout == b"ready\n", || {
-                        format!("result {result:?}")
-                    })
-                }
+                Ok(result) => ensure(result.exit_code == 0 && result.stdout == b"ready\n", || {
+                    format!("result {result:?}")
+                }),
                 other => Err(format!("{other:?}")),
             },
         )
@@ -108,7 +106,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "Kill succeeds and reports settled absence.",
             async |h| match h.kill(r).await {
-                Ok(Ok(info)) => ensure(
+                Ok(info) => ensure(
                     info.reference == *r && info.state == LifecycleState::Absent,
                     || format!("info {info:?}"),
                 ),
@@ -123,7 +121,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             Level::Must,
             "Kill on confirmed absence succeeds again.",
             async |h| match h.kill(r).await {
-                Ok(Ok(info)) => ensure(info.state == LifecycleState::Absent, || {
+                Ok(info) => ensure(info.state == LifecycleState::Absent, || {
                     format!("info {info:?}")
                 }),
                 other => Err(format!("{other:?}")),
@@ -138,7 +136,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             "GetInfo after Kill is not-found.",
             async |h| {
                 let answer = h.get_info(r).await;
-                ensure(matches!(answer, Ok(Err(Error::NotFound))), || {
+                ensure(matches!(answer, Err(Error::NotFound)), || {
                     format!("{answer:?}")
                 })
             },

@@ -16,7 +16,7 @@ pub fn emit(
     event: &str,
     fields: &[(String, String)],
 ) {
-    let event = if crate::declaration::is_valid_reason(event) {
+    let event = if oac_contract::is_valid_reason(event) {
         event
     } else {
         "invalid_event_code"
@@ -25,7 +25,7 @@ pub fn emit(
         .iter()
         .take(MAX_FIELDS)
         .map(|(key, value)| {
-            let key = if crate::declaration::is_valid_reason(key) {
+            let key = if oac_contract::is_valid_reason(key) {
                 key.as_str()
             } else {
                 "field"

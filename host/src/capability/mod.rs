@@ -4,15 +4,15 @@
 
 pub mod docker;
 pub mod faults;
-pub mod http;
+pub(crate) mod http;
 mod linking;
-pub mod log;
-pub mod scope;
+pub(crate) mod log;
+pub(crate) mod scope;
 
 use std::sync::Arc;
 
 /// What one kind's components may reach, built once per node binding.
-pub struct Capabilities {
+pub(crate) struct Capabilities {
     /// The kind these serve.
     pub kind: String,
     /// The installation id given to the component and used in ownership checks.
@@ -29,4 +29,4 @@ pub struct Capabilities {
 }
 
 /// Shared handle to a kind's capabilities.
-pub type SharedCapabilities = Arc<Capabilities>;
+pub(crate) type SharedCapabilities = Arc<Capabilities>;

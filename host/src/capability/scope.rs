@@ -4,17 +4,12 @@
 //! of its allocations): a component cannot name its way into another
 //! installation's or another allocation's resources.
 
-use crate::bindings::Reference;
+pub use oac_contract::labels::{
+    ALLOCATION as ALLOCATION_LABEL, ENVIRONMENT as ENVIRONMENT_LABEL,
+    INSTALLATION as INSTALLATION_LABEL, TENANT as TENANT_LABEL,
+};
+use oac_provider_api::types::Reference;
 use std::collections::HashMap;
-
-/// Label: the installation (node operator) a resource belongs to.
-pub const INSTALLATION_LABEL: &str = "io.oac.installation";
-/// Label: the tenant of the allocation.
-pub const TENANT_LABEL: &str = "io.oac.tenant";
-/// Label: the environment of the allocation.
-pub const ENVIRONMENT_LABEL: &str = "io.oac.environment";
-/// Label: the allocation.
-pub const ALLOCATION_LABEL: &str = "io.oac.allocation";
 
 /// The allocations a call serves, from the operation's input.
 #[derive(Clone, Debug, PartialEq)]

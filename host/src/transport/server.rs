@@ -3,21 +3,24 @@
 //! the operation through the host (which answers an unsupported operation
 //! before any native I/O) within the budget counted from receipt.
 
-use super::wire::{self, Call, Outcome, Refusal, Value};
-use super::{
-    MAX_CONNECTIONS, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    READ_TIMEOUT,
+use super::MAX_CONNECTIONS;
+use super::wire::{
+    self, Call, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION,
+    READ_TIMEOUT, Refusal, Value,
 };
-use crate::bindings::{Error, Failure};
-use crate::budget::Budget;
 use crate::declaration::Decision;
 use crate::host::Host;
+use crate::kind::Kind;
 use crate::node_config::{Listen, Token};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use oac_provider_api::Budget;
+use oac_provider_api::police;
+use oac_provider_api::provider::{CheckpointProvider, SandboxProvider};
+use oac_provider_api::types::{Error, Failure, Info};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -117,26 +120,14 @@ fn refuse(refused: Refused) -> Response {
     )
 }
 
-/// The code an operation reports when it ends without the provider's answer.
-fn aborted(call: &Call) -> Error {
-    match call {
-        Call::RunCommand(_) | Call::RunCommandCompute(_) => Error::CommandUnconfirmed,
-        Call::Observe(_) => Error::ObservationUnavailable,
-        _ => Error::ComputeUnconfirmed,
-    }
-}
-
 fn error(error: Error) -> Outcome {
-    Outcome::Error {
-        error: wire::ErrorCode::from(&error),
-        info: None,
-    }
+    Outcome::Error { error, info: None }
 }
 
 fn failure(failure: Failure) -> Outcome {
     Outcome::Error {
-        error: wire::ErrorCode::from(&failure.error),
-        info: failure.info.map(Into::into),
+        error: failure.error,
+        info: failure.info,
     }
 }
 
@@ -144,72 +135,49 @@ fn outcome<T>(answer: Result<T, Error>, value: impl FnOnce(T) -> Value) -> Outco
     answer.map_or_else(error, |ok| Outcome::Ok(value(ok)))
 }
 
-fn mutation(answer: Result<crate::bindings::Info, Failure>) -> Outcome {
-    answer.map_or_else(failure, |info| Outcome::Ok(Value::Info(info.into())))
+fn mutation(answer: Result<Info, Failure>) -> Outcome {
+    answer.map_or_else(failure, |info| Outcome::Ok(Value::Info(info)))
 }
 
-/// Runs one operation on the host and shapes its answer.
-async fn execute(host: &Host, kind: &str, call: Call, budget: Budget) -> Outcome {
-    let info = |info: crate::bindings::Info| Value::Info(info.into());
-    let compute =
-        |c: crate::bindings::oac::sandbox_provider::types::Compute| Value::Compute(c.into());
-    let state = |s: crate::bindings::oac::sandbox_provider::types::ComputeState| {
-        Value::ComputeState(s.into())
-    };
-    let command = |r: crate::bindings::CommandResult| Value::CommandResult(r.into());
+/// Runs one call on the kind (the provider) and shapes its answer.
+async fn execute(kind: &Kind, call: Call, budget: Budget) -> Outcome {
     match call {
-        Call::Create(b) => mutation(host.create(kind, b.into(), budget).await),
-        Call::GetInfo(r) => outcome(host.get_info(kind, r.into(), budget).await, info),
-        Call::Renew(r) => mutation(host.renew(kind, r.into(), budget).await),
-        Call::Kill(r) => mutation(host.kill(kind, r.into(), budget).await),
+        Call::Create(b) => mutation(kind.create(b, budget).await),
+        Call::GetInfo(r) => outcome(kind.get_info(r, budget).await, Value::Info),
+        Call::Renew(r) => mutation(kind.renew(r, budget).await),
+        Call::Kill(r) => mutation(kind.kill(r, budget).await),
         Call::RunCommand(c) => outcome(
-            host.run_command(kind, c.reference.into(), c.request.into(), budget)
-                .await,
-            command,
+            kind.run_command(c.reference, c.request, budget).await,
+            Value::CommandResult,
         ),
-        Call::Observe(t) => outcome(host.observe(kind, t.into(), budget).await, |s| {
-            Value::Sample(s.into())
-        }),
-        Call::Initial(r) => outcome(host.initial(kind, r.into(), budget).await, compute),
+        Call::Observe(t) => outcome(kind.observe(t, budget).await, Value::Sample),
+        Call::Initial(r) => outcome(kind.initial(r, budget).await, Value::Compute),
         Call::NewCompute(n) => outcome(
-            host.new_compute(kind, n.reference.into(), n.generation, budget)
-                .await,
-            compute,
+            kind.new_compute(n.reference, n.generation, budget).await,
+            Value::Compute,
         ),
         Call::GetCompute(c) => outcome(
-            host.get_compute(kind, c.reference.into(), c.compute.into(), budget)
-                .await,
-            state,
+            kind.get_compute(c.reference, c.compute, budget).await,
+            Value::ComputeState,
         ),
-        Call::Suspend(s) => outcome(host.suspend(kind, s.into(), budget).await, |s| {
-            Value::Snapshot(s.into())
-        }),
-        Call::Resume(r) => outcome(host.resume(kind, r.into(), budget).await, compute),
+        Call::Suspend(s) => outcome(kind.suspend(s, budget).await, Value::Snapshot),
+        Call::Resume(r) => outcome(kind.resume(r, budget).await, Value::Compute),
         Call::ResumeCompute(c) => outcome(
-            host.resume_compute(kind, c.reference.into(), c.compute.into(), budget)
-                .await,
-            state,
+            kind.resume_compute(c.reference, c.compute, budget).await,
+            Value::ComputeState,
         ),
         Call::KillCompute(c) => outcome(
-            host.kill_compute(kind, c.reference.into(), c.compute.into(), budget)
-                .await,
+            kind.kill_compute(c.reference, c.compute, budget).await,
             |()| Value::Done,
         ),
         Call::DeleteSnapshot(s) => outcome(
-            host.delete_snapshot(kind, s.reference.into(), s.snapshot.into(), budget)
-                .await,
+            kind.delete_snapshot(s.reference, s.snapshot, budget).await,
             |()| Value::Done,
         ),
         Call::RunCommandCompute(c) => outcome(
-            host.run_command_compute(
-                kind,
-                c.reference.into(),
-                c.compute.into(),
-                c.request.into(),
-                budget,
-            )
-            .await,
-            command,
+            kind.run_command_compute(c.reference, c.compute, c.request, budget)
+                .await,
+            Value::CommandResult,
         ),
     }
 }
@@ -319,8 +287,8 @@ impl Node {
             .map(|kind| {
                 let operations = kind
                     .declaration
-                    .0
-                    .iter()
+                    .by_name()
+                    .into_iter()
                     .map(|(operation, decision)| {
                         let support = match decision {
                             Decision::Supported => wire::Support::Supported,
@@ -328,7 +296,7 @@ impl Node {
                                 wire::Support::Unsupported(reason.clone())
                             }
                         };
-                        (operation.clone(), support)
+                        (operation.to_string(), support)
                     })
                     .collect();
                 (
@@ -344,12 +312,11 @@ impl Node {
         let mut kinds = std::collections::BTreeMap::new();
         let budget = Budget::from_millis(HEALTH_BUDGET_MS).unwrap_or(Budget::MAX);
         for kind in self.host.kinds() {
-            let name = &kind.registration.kind;
-            let diagnostics: Vec<wire::Diagnostic> = match self.host.probe(name, budget).await {
-                Ok(found) => found.into_iter().map(Into::into).collect(),
-                Err(_) => vec![wire::Diagnostic::ProbeUnavailable],
+            let diagnostics = match kind.probe(budget).await {
+                Ok(found) => found,
+                Err(_) => vec![oac_provider_api::types::Diagnostic::ProbeUnavailable],
             };
-            kinds.insert(name.clone(), diagnostics);
+            kinds.insert(kind.name().to_string(), diagnostics);
         }
         let ready = kinds.values().all(Vec::is_empty);
         let status = if ready {
@@ -379,7 +346,7 @@ impl Node {
             return refuse(Refused::Invalid);
         };
         let operation = request.call.operation();
-        let unknown = aborted(&request.call);
+        let unknown = police::unknown(operation);
         let remaining = budget.duration().saturating_sub(received.elapsed());
         let outcome = match u32::try_from(remaining.as_millis())
             .ok()
@@ -393,7 +360,10 @@ impl Node {
                 // goes away: a half-cancelled mutation helps nobody.
                 let task = self.operations.spawn(async move {
                     let _permit = permit;
-                    execute(&host, &kind, request.call, budget).await
+                    match host.kind(&kind) {
+                        Ok(kind) => execute(kind, request.call, budget).await,
+                        Err(invalid) => error(invalid),
+                    }
                 });
                 task.await.unwrap_or_else(|_| error(unknown.clone()))
             }
@@ -406,10 +376,10 @@ impl Node {
         };
         let code = match &outcome {
             Outcome::Ok(_) => "ok",
-            Outcome::Error { error, .. } => error.code.as_str(),
+            Outcome::Error { error, .. } => error.code(),
         };
         tracing::info!(
-            operation,
+            operation = operation.name(),
             outcome = code,
             elapsed_ms = received.elapsed().as_millis() as u64,
             "call"

@@ -5,6 +5,9 @@
 
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
+/// The provider interface, so tests call a loaded kind's operations.
+#[allow(unused_imports)]
+pub use sandbox_host::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
 use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

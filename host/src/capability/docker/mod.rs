@@ -8,7 +8,7 @@
 mod archive;
 mod engine;
 pub mod policy;
-pub mod request;
+pub(crate) mod request;
 
 use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
@@ -35,10 +35,7 @@ pub use engine::API_VERSION;
 
 /// Oldest Engine API the typed subset needs (volume subpath mounts).
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);
-/// Largest stdin an exec accepts: 50 MiB + 32 bytes.
-pub const MAX_STDIN_BYTES: usize = 50 * 1024 * 1024 + 32;
-/// Largest output bound per stream: 1 MiB.
-pub const MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
+use oac_contract::bounds::{MAX_OUTPUT_BYTES, MAX_STDIN_BYTES};
 
 /// Why the capability cannot be constructed for a node. No native text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -54,7 +51,7 @@ pub enum DockerConnectError {
 /// The Docker broker of one node binding: the engine, the installation and
 /// the container policy every container of the kind gets.
 #[derive(Clone)]
-pub struct DockerBroker {
+pub(crate) struct DockerBroker {
     engine: Engine,
     installation: String,
     policy: Arc<ContainerPolicy>,
@@ -172,7 +169,7 @@ impl DockerBroker {
 }
 
 /// One call's view of the broker.
-pub struct DockerCall<'a> {
+pub(crate) struct DockerCall<'a> {
     broker: &'a DockerBroker,
     scope: &'a CallScope,
     deadline: Instant,

@@ -1,16 +1,16 @@
-//! The provider interface Core programs against, whether the kind runs in
-//! this process ([`LocalProvider`]) or on a node behind the transport
-//! ([`crate::transport::RemoteProvider`]). Both answer with the same fixed
-//! errors, check the declaration before any I/O, and never retry.
+//! The provider interface Core programs against, whether the kind is loaded
+//! in this process (the host's `Kind`) or served by a node
+//! ([`crate::proxy::RemoteProvider`]). Both answer with the same fixed
+//! errors and the same policing ([`crate::police`]), check the declaration
+//! before any I/O, and never retry.
 
-use crate::bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
-use crate::bindings::oac::sandbox_provider::types::{
-    Compute, ComputeState, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
-};
-use crate::bindings::{Bootstrap, Command, CommandResult, Error, Failure, Info, Reference};
 use crate::budget::Budget;
 use crate::declaration::Declaration;
-use crate::host::{Host, Kind};
+use crate::types::{
+    Bootstrap, Command, CommandResult, Compute, ComputeState, ConfigurationRequirements,
+    Diagnostic, Error, Failure, Info, Reference, ResumeRequest, Sample, SelectionOption,
+    SnapshotIdentity, SuspendRequest, Target,
+};
 use std::future::Future;
 
 /// Create, GetInfo, Renew, Kill, RunCommand (always supported), observation,
@@ -91,6 +91,10 @@ pub trait SandboxProvider: Sync {
         credential: String,
         budget: Budget,
     ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Whether the kind can serve now: its readiness diagnostics (empty when
+    /// ready). It only observes.
+    fn probe(&self, budget: Budget) -> impl Future<Output = Result<Vec<Diagnostic>, Error>> + Send;
 }
 
 /// The nine checkpoint operations, supported all together.
@@ -158,180 +162,64 @@ pub trait CheckpointProvider: Sync {
     ) -> impl Future<Output = Result<CommandResult, Error>> + Send;
 }
 
-/// A kind loaded in this process.
-pub struct LocalProvider<'h> {
-    host: &'h Host,
-    kind: &'h Kind,
-}
-
-impl<'h> LocalProvider<'h> {
-    /// The loaded `kind`; an unknown kind is invalid input.
-    pub fn new(host: &'h Host, kind: &str) -> Result<Self, Error> {
-        Ok(Self {
-            host,
-            kind: host.kind(kind)?,
-        })
-    }
-
-    fn name(&self) -> &str {
-        &self.kind.registration.kind
-    }
-}
-
-impl SandboxProvider for LocalProvider<'_> {
-    type Checkpoint<'a>
-        = LocalCheckpoint<'a>
-    where
-        Self: 'a;
-
-    fn declaration(&self) -> &Declaration {
-        &self.kind.declaration
-    }
-
-    fn checkpoint(&self) -> Option<LocalCheckpoint<'_>> {
-        self.kind
-            .declaration
-            .supports_checkpoint(&self.kind.inventory)
-            .then_some(LocalCheckpoint { provider: self })
-    }
-
-    async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
-        self.host.create(self.name(), request, budget).await
-    }
-
-    async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
-        self.host.get_info(self.name(), allocation, budget).await
-    }
-
-    async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        self.host.renew(self.name(), allocation, budget).await
-    }
-
-    async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        self.host.kill(self.name(), allocation, budget).await
-    }
-
-    async fn run_command(
-        &self,
-        allocation: Reference,
-        request: Command,
-        budget: Budget,
-    ) -> Result<CommandResult, Error> {
-        self.host
-            .run_command(self.name(), allocation, request, budget)
-            .await
-    }
-
-    async fn observe(&self, target: Target, budget: Budget) -> Result<Sample, Error> {
-        self.host.observe(self.name(), target, budget).await
-    }
-
-    async fn observe_batch(
-        &self,
-        targets: Vec<Target>,
-        budget: Budget,
-    ) -> Result<Vec<Result<Sample, Error>>, Error> {
-        self.host.observe_batch(self.name(), targets, budget).await
-    }
-
-    async fn discover_selection(&self, budget: Budget) -> Result<Vec<SelectionOption>, Error> {
-        self.host.discover_selection(self.name(), budget).await
-    }
-
-    async fn verify_credential(&self, credential: String, budget: Budget) -> Result<(), Error> {
-        self.host
-            .verify_credential(self.name(), credential, budget)
-            .await
-    }
-}
-
-/// The checkpoint operations of a local kind that declares them.
-pub struct LocalCheckpoint<'a> {
-    provider: &'a LocalProvider<'a>,
-}
-
-impl LocalCheckpoint<'_> {
-    fn host(&self) -> &Host {
-        self.provider.host
-    }
-
-    fn name(&self) -> &str {
-        self.provider.name()
-    }
-}
-
-impl CheckpointProvider for LocalCheckpoint<'_> {
+/// A reference to a checkpoint provider is one too, so a provider can hand
+/// out itself as its checkpoint handle.
+impl<T: CheckpointProvider> CheckpointProvider for &T {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
-        self.host().initial(self.name(), allocation, budget).await
+        (**self).initial(allocation, budget).await
     }
-
     async fn new_compute(
         &self,
         allocation: Reference,
         generation: u64,
         budget: Budget,
     ) -> Result<Compute, Error> {
-        self.host()
-            .new_compute(self.name(), allocation, generation, budget)
-            .await
+        (**self).new_compute(allocation, generation, budget).await
     }
-
     async fn get_compute(
         &self,
         allocation: Reference,
         incarnation: Compute,
         budget: Budget,
     ) -> Result<ComputeState, Error> {
-        self.host()
-            .get_compute(self.name(), allocation, incarnation, budget)
-            .await
+        (**self).get_compute(allocation, incarnation, budget).await
     }
-
     async fn suspend(
         &self,
         request: SuspendRequest,
         budget: Budget,
     ) -> Result<SnapshotIdentity, Error> {
-        self.host().suspend(self.name(), request, budget).await
+        (**self).suspend(request, budget).await
     }
-
     async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
-        self.host().resume(self.name(), request, budget).await
+        (**self).resume(request, budget).await
     }
-
     async fn resume_compute(
         &self,
         allocation: Reference,
         incarnation: Compute,
         budget: Budget,
     ) -> Result<ComputeState, Error> {
-        self.host()
-            .resume_compute(self.name(), allocation, incarnation, budget)
+        (**self)
+            .resume_compute(allocation, incarnation, budget)
             .await
     }
-
     async fn kill_compute(
         &self,
         allocation: Reference,
         incarnation: Compute,
         budget: Budget,
     ) -> Result<(), Error> {
-        self.host()
-            .kill_compute(self.name(), allocation, incarnation, budget)
-            .await
+        (**self).kill_compute(allocation, incarnation, budget).await
     }
-
     async fn delete_snapshot(
         &self,
         allocation: Reference,
         snapshot: SnapshotIdentity,
         budget: Budget,
     ) -> Result<(), Error> {
-        self.host()
-            .delete_snapshot(self.name(), allocation, snapshot, budget)
-            .await
+        (**self).delete_snapshot(allocation, snapshot, budget).await
     }
-
     async fn run_command_compute(
         &self,
         allocation: Reference,
@@ -339,8 +227,69 @@ impl CheckpointProvider for LocalCheckpoint<'_> {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
-        self.host()
-            .run_command_compute(self.name(), allocation, incarnation, request, budget)
+        (**self)
+            .run_command_compute(allocation, incarnation, request, budget)
             .await
     }
+}
+
+/// The configuration adapter of a kind loaded in this process: Core's side
+/// decodes, stores and compares a kind's public configuration through it.
+/// Configuration travels as JSON text; errors never echo the input.
+pub trait ConfigurationProvider: Sync {
+    /// What an installation of this kind must provide.
+    fn requirements(
+        &self,
+        budget: Budget,
+    ) -> impl Future<Output = Result<ConfigurationRequirements, Error>> + Send;
+    /// Strictly decode operator input into the canonical configuration.
+    fn decode_input(
+        &self,
+        input: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// Encode a canonical configuration for storage.
+    fn encode(
+        &self,
+        configuration: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// Decode a stored configuration.
+    fn decode(
+        &self,
+        stored: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// Canonicalise a configuration.
+    fn normalize(
+        &self,
+        configuration: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// The configuration after applying `proposed` to `current`.
+    fn resolve_change(
+        &self,
+        current: String,
+        proposed: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// Whether two configurations are the same after normalisation.
+    fn equal(
+        &self,
+        left: String,
+        right: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
+    /// The configuration with a credential attached.
+    fn with_credential(
+        &self,
+        configuration: String,
+        credential: String,
+        budget: Budget,
+    ) -> impl Future<Output = Result<String, Error>> + Send;
+    /// Configurations discoverable from the vendor.
+    fn discover_configuration(
+        &self,
+        budget: Budget,
+    ) -> impl Future<Output = Result<Vec<String>, Error>> + Send;
 }

@@ -16,24 +16,17 @@
 //! compute that is present. Anything else is dropped, so a confused or
 //! compromised node cannot hand Core evidence about another allocation.
 
-use super::client::{NodeClient, TransportError};
-use super::reasons;
-use super::wire::{self, Call, Outcome, Value};
-use crate::bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
-use crate::bindings::oac::sandbox_provider::types::{
-    Compute, ComputeState, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
-};
-use crate::bindings::{
-    Bootstrap, Command, CommandResult, Error, Failure, Info, LifecycleState, Reference,
-    UnsupportedOperation,
-};
 use crate::budget::Budget;
-use crate::declaration::{
-    self, CHECKPOINT_INTERFACE, CHECKPOINT_OPERATIONS, Decision, Declaration, DeclarationError,
-    Inventory, Operation, REQUIRED,
-};
-use crate::host::{police_command, police_read};
+use crate::client::{NodeClient, TransportError};
+use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventory};
+use crate::police;
 use crate::provider::{CheckpointProvider, SandboxProvider};
+use crate::types::{
+    Bootstrap, Command, CommandResult, Compute, ComputeState, Diagnostic, Error, Failure, Info,
+    Reference, ResumeRequest, Sample, SelectionOption, SnapshotIdentity, SuspendRequest, Target,
+};
+use crate::wire::{self, Call, FORWARDED, Outcome, Value, reasons};
+use oac_contract::Operation;
 
 /// Why a proxy could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -66,51 +59,17 @@ enum Answer {
     /// The operation's value.
     Value(Value),
     /// A fixed error code, with the info the node attached.
-    Failed(Error, Option<wire::Info>),
+    Failed(Error, Option<Info>),
     /// No answer that proves anything.
     Unknown,
 }
 
-/// True when `info` is settlement evidence about exactly `allocation`.
-pub fn is_settlement_evidence(info: &Info, allocation: &Reference) -> bool {
-    let bound = info.reference == *allocation && info.create_settled;
-    let consistent = match (info.state, &info.provider_id) {
-        (LifecycleState::Absent, None) => true,
-        (LifecycleState::Absent, Some(_)) | (_, None) => false,
-        (_, Some(_)) => true,
-    };
-    bound && consistent
-}
-
 /// An operation a node never forwards, with the reason the proxy gives.
-type NotForwarded = (&'static str, &'static str);
-const BATCH: NotForwarded = ("observe-batch", reasons::BATCH);
-const DISCOVERY: NotForwarded = ("discover-selection", reasons::DISCOVERY);
-const VERIFICATION: NotForwarded = ("verify-credential", reasons::VERIFICATION);
+type NotForwarded = (Operation, &'static str);
+const BATCH: NotForwarded = (Operation::ObserveBatch, reasons::BATCH);
+const DISCOVERY: NotForwarded = (Operation::DiscoverSelection, reasons::DISCOVERY);
+const VERIFICATION: NotForwarded = (Operation::VerifyCredential, reasons::VERIFICATION);
 const NOT_FORWARDED: [NotForwarded; 3] = [BATCH, DISCOVERY, VERIFICATION];
-
-/// The operations a node forwards, as an inventory the contract's
-/// declaration rules can be checked against.
-fn forwarded_inventory() -> Inventory {
-    let operations = |names: &[&str], interface: &str| {
-        names
-            .iter()
-            .map(|name| Operation {
-                name: name.to_string(),
-                interface: interface.to_string(),
-                fallible: true,
-            })
-            .collect::<Vec<_>>()
-    };
-    Inventory(
-        [
-            operations(&REQUIRED, "sandbox-provider"),
-            operations(&["observe"], "observation-source"),
-            operations(&CHECKPOINT_OPERATIONS, CHECKPOINT_INTERFACE),
-        ]
-        .concat(),
-    )
-}
 
 /// The proxy's declaration of `kind` from the node's: the forwarded
 /// operations as the node declares them, checked by the same rules as a
@@ -120,35 +79,32 @@ fn proxy_declaration(
     kind: &str,
     served: &wire::KindDeclaration,
 ) -> Result<Declaration, ProxyError> {
-    let inventory = forwarded_inventory();
-    let entries: Vec<(String, Decision)> = inventory
-        .0
+    let entries: Vec<(String, Decision)> = FORWARDED
         .iter()
         .filter_map(|operation| {
-            let decision = match served.operations.get(&operation.name)? {
+            let decision = match served.operations.get(operation.name())? {
                 wire::Support::Supported => Decision::Supported,
                 wire::Support::Unsupported(reason) => Decision::Unsupported(reason.clone()),
             };
-            Some((operation.name.clone(), decision))
+            Some((operation.name().to_string(), decision))
         })
         .collect();
-    let Declaration(mut decisions) = declaration::validate_declaration(&inventory, &entries)
-        .map_err(|why| ProxyError::Declaration {
-            kind: kind.to_string(),
-            why,
-        })?;
+    let Declaration(mut decisions) =
+        declaration::validate_declaration(&Inventory(FORWARDED.to_vec()), &entries).map_err(
+            |why| ProxyError::Declaration {
+                kind: kind.to_string(),
+                why,
+            },
+        )?;
     for (operation, reason) in NOT_FORWARDED {
-        decisions.insert(operation.into(), Decision::Unsupported(reason.into()));
+        decisions.insert(operation, Decision::Unsupported(reason.into()));
     }
     Ok(Declaration(decisions))
 }
 
 /// The answer to an operation a node never forwards.
 fn not_forwarded((operation, reason): NotForwarded) -> Error {
-    Error::Unsupported(UnsupportedOperation {
-        operation: operation.to_string(),
-        reason: reason.to_string(),
-    })
+    Error::unsupported(operation.name(), reason)
 }
 
 /// The value the operation expects, or `unknown` for anything else.
@@ -166,28 +122,28 @@ fn expect<T>(
 
 fn info(value: Value) -> Option<Info> {
     match value {
-        Value::Info(info) => Some(info.into()),
+        Value::Info(info) => Some(info),
         _ => None,
     }
 }
 
 fn compute(value: Value) -> Option<Compute> {
     match value {
-        Value::Compute(compute) => Some(compute.into()),
+        Value::Compute(compute) => Some(compute),
         _ => None,
     }
 }
 
 fn compute_state(value: Value) -> Option<ComputeState> {
     match value {
-        Value::ComputeState(state) => Some(state.into()),
+        Value::ComputeState(state) => Some(state),
         _ => None,
     }
 }
 
 fn command_result(value: Value) -> Option<CommandResult> {
     match value {
-        Value::CommandResult(result) => Some(result.into()),
+        Value::CommandResult(result) => Some(result),
         _ => None,
     }
 }
@@ -196,20 +152,14 @@ fn done(value: Value) -> Option<()> {
     matches!(value, Value::Done).then_some(())
 }
 
-/// A mutation's answer: a foreign success is unknown; a failure keeps only
-/// exact-reference settlement evidence.
+/// A mutation's answer, policed like an in-process kind's.
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
 fn mutation(answer: Answer, allocation: &Reference) -> Result<Info, Failure> {
-    match answer {
-        Answer::Failed(error, attached) => Err(Failure {
-            error,
-            info: attached
-                .map(Info::from)
-                .filter(|info| is_settlement_evidence(info, allocation)),
-        }),
-        other => police_read(expect(other, Error::ComputeUnconfirmed, info), allocation)
-            .map_err(Failure::from),
-    }
+    let answer = match answer {
+        Answer::Failed(error, info) => Err(Failure { error, info }),
+        other => expect(other, Error::ComputeUnconfirmed, info).map_err(Failure::from),
+    };
+    police::mutation(answer, allocation)
 }
 
 impl RemoteProvider {
@@ -237,36 +187,25 @@ impl RemoteProvider {
         &self.kind
     }
 
-    /// `unsupported(operation, reason)` when declared so: no request is sent.
-    fn check(&self, operation: &str) -> Result<(), Error> {
-        match self.declaration.decision(operation) {
-            Some(Decision::Supported) => Ok(()),
-            Some(Decision::Unsupported(reason)) => Err(Error::Unsupported(UnsupportedOperation {
-                operation: operation.to_string(),
-                reason: reason.clone(),
-            })),
-            None => Err(Error::Invalid),
-        }
-    }
-
     /// Sends one call, once.
     async fn forward(&self, call: Call, budget: Budget) -> Answer {
         match self.client.call(&self.kind, budget, call).await {
             Ok(Outcome::Ok(value)) => Answer::Value(value),
-            Ok(Outcome::Error { error, info }) => match error.to_error() {
+            Ok(Outcome::Error { error, info }) => match error {
                 // `unsupported` from an operation declared supported
                 // contradicts the declaration: the outcome is unknown.
-                Some(Error::Unsupported(_)) | None => Answer::Unknown,
-                Some(error) => Answer::Failed(error, info),
+                Error::Unsupported(_) => Answer::Unknown,
+                error => Answer::Failed(error, info),
             },
             Err(TransportError::Refused("invalid")) => Answer::Failed(Error::Invalid, None),
             Err(_) => Answer::Unknown,
         }
     }
 
-    /// Checks the declaration, then forwards.
-    async fn checked(&self, operation: &str, call: Call, budget: Budget) -> Result<Answer, Error> {
-        self.check(operation)?;
+    /// Checks the declaration (no request for an unsupported operation),
+    /// then forwards.
+    async fn checked(&self, call: Call, budget: Budget) -> Result<Answer, Error> {
+        self.declaration.check(call.operation())?;
         Ok(self.forward(call, budget).await)
     }
 }
@@ -282,33 +221,32 @@ impl SandboxProvider for RemoteProvider {
     }
 
     fn checkpoint(&self) -> Option<RemoteCheckpoint<'_>> {
-        let supported = self.declaration.decision("initial") == Some(&Decision::Supported);
-        supported.then_some(RemoteCheckpoint { provider: self })
+        self.declaration
+            .supports_checkpoint()
+            .then_some(RemoteCheckpoint { provider: self })
     }
 
     async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
         let allocation = request.reference.clone();
-        let answer = self
-            .checked("create", Call::Create(request.into()), budget)
-            .await?;
+        let answer = self.checked(Call::Create(request), budget).await?;
         mutation(answer, &allocation)
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
-        let call = Call::GetInfo(allocation.clone().into());
-        let answer = self.checked("get-info", call, budget).await?;
-        police_read(expect(answer, Error::ComputeUnconfirmed, info), &allocation)
+        let call = Call::GetInfo(allocation.clone());
+        let answer = self.checked(call, budget).await?;
+        police::read(expect(answer, Error::ComputeUnconfirmed, info), &allocation)
     }
 
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        let call = Call::Renew(allocation.clone().into());
-        let answer = self.checked("renew", call, budget).await?;
+        let call = Call::Renew(allocation.clone());
+        let answer = self.checked(call, budget).await?;
         mutation(answer, &allocation)
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
-        let call = Call::Kill(allocation.clone().into());
-        let answer = self.checked("kill", call, budget).await?;
+        let call = Call::Kill(allocation.clone());
+        let answer = self.checked(call, budget).await?;
         mutation(answer, &allocation)
     }
 
@@ -319,20 +257,18 @@ impl SandboxProvider for RemoteProvider {
         budget: Budget,
     ) -> Result<CommandResult, Error> {
         let call = Call::RunCommand(wire::OnAllocation {
-            reference: allocation.into(),
-            request: request.into(),
+            reference: allocation,
+            request,
         });
-        let answer = self.checked("run-command", call, budget).await?;
-        police_command(expect(answer, Error::CommandUnconfirmed, command_result))
+        let answer = self.checked(call, budget).await?;
+        police::command(expect(answer, Error::CommandUnconfirmed, command_result))
     }
 
     async fn observe(&self, target: Target, budget: Budget) -> Result<Sample, Error> {
-        let answer = self
-            .checked("observe", Call::Observe(target.into()), budget)
-            .await?;
+        let answer = self.checked(Call::Observe(target), budget).await?;
         let unavailable = Error::ObservationUnavailable;
         match expect(answer, unavailable.clone(), |value| match value {
-            Value::Sample(sample) => Some(Sample::from(sample)),
+            Value::Sample(sample) => Some(sample),
             _ => None,
         }) {
             Err(Error::ComputeUnconfirmed) => Err(unavailable),
@@ -355,6 +291,20 @@ impl SandboxProvider for RemoteProvider {
     async fn verify_credential(&self, _credential: String, _budget: Budget) -> Result<(), Error> {
         Err(not_forwarded(VERIFICATION))
     }
+
+    /// The kind's diagnostics from the node's `/health`.
+    async fn probe(&self, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
+        let health = self
+            .client
+            .health(budget)
+            .await
+            .map_err(|_| Error::ObservationUnavailable)?;
+        health
+            .kinds
+            .get(&self.kind)
+            .cloned()
+            .ok_or(Error::ObservationUnavailable)
+    }
 }
 
 /// The checkpoint operations of a served kind that declares them.
@@ -363,16 +313,14 @@ pub struct RemoteCheckpoint<'a> {
 }
 
 impl RemoteCheckpoint<'_> {
-    async fn send(&self, operation: &str, call: Call, budget: Budget) -> Result<Answer, Error> {
-        self.provider.checked(operation, call, budget).await
+    async fn send(&self, call: Call, budget: Budget) -> Result<Answer, Error> {
+        self.provider.checked(call, budget).await
     }
 }
 
 impl CheckpointProvider for RemoteCheckpoint<'_> {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
-        let answer = self
-            .send("initial", Call::Initial(allocation.into()), budget)
-            .await?;
+        let answer = self.send(Call::Initial(allocation), budget).await?;
         expect(answer, Error::ComputeUnconfirmed, compute)
     }
 
@@ -383,10 +331,10 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<Compute, Error> {
         let call = Call::NewCompute(wire::NewCompute {
-            reference: allocation.into(),
+            reference: allocation,
             generation,
         });
-        let answer = self.send("new-compute", call, budget).await?;
+        let answer = self.send(call, budget).await?;
         expect(answer, Error::ComputeUnconfirmed, compute)
     }
 
@@ -397,10 +345,10 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<ComputeState, Error> {
         let call = Call::GetCompute(wire::OnCompute {
-            reference: allocation.into(),
-            compute: incarnation.into(),
+            reference: allocation,
+            compute: incarnation,
         });
-        let answer = self.send("get-compute", call, budget).await?;
+        let answer = self.send(call, budget).await?;
         expect(answer, Error::ComputeUnconfirmed, compute_state)
     }
 
@@ -409,19 +357,15 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         request: SuspendRequest,
         budget: Budget,
     ) -> Result<SnapshotIdentity, Error> {
-        let answer = self
-            .send("suspend", Call::Suspend(request.into()), budget)
-            .await?;
+        let answer = self.send(Call::Suspend(request), budget).await?;
         expect(answer, Error::ComputeUnconfirmed, |value| match value {
-            Value::Snapshot(snapshot) => Some(snapshot.into()),
+            Value::Snapshot(snapshot) => Some(snapshot),
             _ => None,
         })
     }
 
     async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
-        let answer = self
-            .send("resume", Call::Resume(request.into()), budget)
-            .await?;
+        let answer = self.send(Call::Resume(request), budget).await?;
         expect(answer, Error::ComputeUnconfirmed, compute)
     }
 
@@ -432,10 +376,10 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<ComputeState, Error> {
         let call = Call::ResumeCompute(wire::OnCompute {
-            reference: allocation.into(),
-            compute: incarnation.into(),
+            reference: allocation,
+            compute: incarnation,
         });
-        let answer = self.send("resume-compute", call, budget).await?;
+        let answer = self.send(call, budget).await?;
         expect(answer, Error::ComputeUnconfirmed, compute_state)
     }
 
@@ -446,10 +390,10 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<(), Error> {
         let call = Call::KillCompute(wire::OnCompute {
-            reference: allocation.into(),
-            compute: incarnation.into(),
+            reference: allocation,
+            compute: incarnation,
         });
-        let answer = self.send("kill-compute", call, budget).await?;
+        let answer = self.send(call, budget).await?;
         expect(answer, Error::ComputeUnconfirmed, done)
     }
 
@@ -460,10 +404,10 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<(), Error> {
         let call = Call::DeleteSnapshot(wire::OnSnapshot {
-            reference: allocation.into(),
-            snapshot: snapshot.into(),
+            reference: allocation,
+            snapshot,
         });
-        let answer = self.send("delete-snapshot", call, budget).await?;
+        let answer = self.send(call, budget).await?;
         expect(answer, Error::ComputeUnconfirmed, done)
     }
 
@@ -475,52 +419,37 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         budget: Budget,
     ) -> Result<CommandResult, Error> {
         let call = Call::RunCommandCompute(wire::CommandOnCompute {
-            reference: allocation.into(),
-            compute: incarnation.into(),
-            request: request.into(),
+            reference: allocation,
+            compute: incarnation,
+            request,
         });
-        let answer = self.send("run-command-compute", call, budget).await?;
-        police_command(expect(answer, Error::CommandUnconfirmed, command_result))
+        let answer = self.send(call, budget).await?;
+        police::command(expect(answer, Error::CommandUnconfirmed, command_result))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oac_contract::Interface;
 
-    fn reference(allocation: &str) -> Reference {
-        Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: allocation.into(),
-        }
-    }
-
-    fn info(allocation: &str, state: LifecycleState, id: Option<&str>, settled: bool) -> Info {
-        Info {
-            reference: reference(allocation),
-            provider_id: id.map(Into::into),
-            state,
-            bootstrap_complete: false,
-            create_settled: settled,
-        }
-    }
-
-    fn served(decide: impl Fn(&str) -> wire::Support) -> wire::KindDeclaration {
-        let operations = REQUIRED
+    fn served(decide: impl Fn(Operation) -> wire::Support) -> wire::KindDeclaration {
+        let operations = FORWARDED
             .iter()
-            .chain(&["observe"])
-            .chain(&CHECKPOINT_OPERATIONS)
-            .map(|operation| (operation.to_string(), decide(operation)))
+            .map(|operation| (operation.name().to_string(), decide(*operation)))
             .collect();
         wire::KindDeclaration { operations }
+    }
+
+    fn checkpoint(operation: Operation) -> bool {
+        operation.interface() == Interface::CheckpointProvider
     }
 
     #[test]
     fn the_nodes_declaration_must_follow_the_contract() {
         let none = || wire::Support::Unsupported("none".into());
         let plain = served(|op| {
-            if CHECKPOINT_OPERATIONS.contains(&op) {
+            if checkpoint(op) {
                 none()
             } else {
                 wire::Support::Supported
@@ -540,7 +469,7 @@ mod tests {
                 .to_string()
         };
         let required_off = served(|op| {
-            if op == "kill" {
+            if op == Operation::Kill {
                 none()
             } else {
                 wire::Support::Supported
@@ -548,7 +477,7 @@ mod tests {
         });
         assert!(refused(required_off).contains("`kill` is declared unsupported"));
         let partial = served(|op| {
-            if op == "suspend" {
+            if op == Operation::Suspend {
                 none()
             } else {
                 wire::Support::Supported
@@ -556,7 +485,7 @@ mod tests {
         });
         assert!(refused(partial).contains("all together"));
         let bad_reason = served(|op| {
-            if op == "observe" {
+            if op == Operation::Observe {
                 wire::Support::Unsupported("Not Valid".into())
             } else {
                 wire::Support::Supported
@@ -566,34 +495,5 @@ mod tests {
         let mut missing = plain.clone();
         missing.operations.remove("renew");
         assert!(refused(missing).contains("`renew` is not declared"));
-    }
-
-    #[test]
-    fn only_exact_reference_settlement_evidence_is_kept() {
-        let own = reference("a");
-        let evidence = |i: Info| is_settlement_evidence(&i, &own);
-        assert!(evidence(info("a", LifecycleState::Absent, None, true)));
-        assert!(evidence(info(
-            "a",
-            LifecycleState::Running,
-            Some("id"),
-            true
-        )));
-        assert!(
-            !evidence(info("b", LifecycleState::Absent, None, true)),
-            "foreign"
-        );
-        assert!(
-            !evidence(info("a", LifecycleState::Absent, None, false)),
-            "unsettled"
-        );
-        assert!(
-            !evidence(info("a", LifecycleState::Absent, Some("id"), true)),
-            "absent with an id"
-        );
-        assert!(
-            !evidence(info("a", LifecycleState::Running, None, true)),
-            "present without an id"
-        );
     }
 }

@@ -3,10 +3,11 @@
 //! and never retried (not even the protocol-level retries HTTP clients do
 //! by default).
 
-use super::wire::{self, Call, Outcome};
-use super::{MAX_RESPONSE_BYTES, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT};
 use crate::budget::Budget;
-use crate::node_config::{Listen, Token};
+use crate::wire::{
+    self, Call, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
+    REFUSALS,
+};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
@@ -21,28 +22,6 @@ pub enum Endpoint {
     /// A TCP address.
     Tcp(SocketAddr),
 }
-
-impl Endpoint {
-    /// The endpoint a node configuration listens on.
-    pub fn of(listen: &Listen) -> Option<Self> {
-        match (&listen.unix, listen.tcp) {
-            (Some(path), _) => Some(Self::Unix(path.clone())),
-            (None, Some(address)) => Some(Self::Tcp(address)),
-            (None, None) => None,
-        }
-    }
-}
-
-/// The codes a node refuses a request with (nothing was executed).
-pub const REFUSALS: [&str; 7] = [
-    "version_mismatch",
-    "unauthorized",
-    "too_large",
-    "too_slow",
-    "invalid",
-    "busy",
-    "no_such_endpoint",
-];
 
 /// Why a request got no operation outcome.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -81,10 +60,12 @@ pub struct NodeClient {
 }
 
 impl NodeClient {
-    /// A client for the node at `endpoint`, presenting `token`.
-    pub fn new(endpoint: &Endpoint, token: &Token) -> Result<Self, ClientError> {
-        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .map_err(|_| ClientError::Token)?;
+    /// A client for the node at `endpoint`, presenting `token` (the node's
+    /// private token; it travels only in the authorization header, which is
+    /// marked sensitive).
+    pub fn new(endpoint: &Endpoint, token: &str) -> Result<Self, ClientError> {
+        let mut authorization =
+            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| ClientError::Token)?;
         authorization.set_sensitive(true);
         let builder = reqwest::Client::builder()
             .retry(reqwest::retry::never())

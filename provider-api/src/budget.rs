@@ -1,11 +1,7 @@
 //! The time a caller grants one operation.
 
+use oac_contract::bounds::{MAX_BUDGET_MS, MIN_BUDGET_MS};
 use std::time::{Duration, Instant};
-
-/// Smallest budget a caller may give, in milliseconds.
-pub const MIN_BUDGET_MS: u32 = 1;
-/// Largest budget a caller may give, in milliseconds.
-pub const MAX_BUDGET_MS: u32 = 120_000;
 
 /// A validated budget (1 ..= 120 000 ms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

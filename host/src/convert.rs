@@ -1,0 +1,384 @@
+//! The one place where the contract's values cross the WebAssembly
+//! boundary: conversions between the provider interface's types
+//! ([`oac_provider_api::types`]) and the generated bindings. Each pair is
+//! total, so nothing is lost crossing.
+
+use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
+use crate::bindings::exports::oac::sandbox_provider::readiness::Diagnostic as BoundDiagnostic;
+use crate::bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption as BoundOption;
+use crate::bindings::oac::sandbox_provider::types as wit;
+use oac_provider_api::types::*;
+
+impl From<wit::Reference> for Reference {
+    fn from(r: wit::Reference) -> Self {
+        Self {
+            tenant_id: r.tenant_id,
+            environment_id: r.environment_id,
+            allocation_id: r.allocation_id,
+        }
+    }
+}
+
+impl From<Reference> for wit::Reference {
+    fn from(r: Reference) -> Self {
+        Self {
+            tenant_id: r.tenant_id,
+            environment_id: r.environment_id,
+            allocation_id: r.allocation_id,
+        }
+    }
+}
+
+impl From<wit::LifecycleState> for LifecycleState {
+    fn from(s: wit::LifecycleState) -> Self {
+        match s {
+            wit::LifecycleState::Pending => Self::Pending,
+            wit::LifecycleState::Running => Self::Running,
+            wit::LifecycleState::Stopped => Self::Stopped,
+            wit::LifecycleState::Absent => Self::Absent,
+        }
+    }
+}
+
+impl From<LifecycleState> for wit::LifecycleState {
+    fn from(s: LifecycleState) -> Self {
+        match s {
+            LifecycleState::Pending => Self::Pending,
+            LifecycleState::Running => Self::Running,
+            LifecycleState::Stopped => Self::Stopped,
+            LifecycleState::Absent => Self::Absent,
+        }
+    }
+}
+
+impl From<wit::Info> for Info {
+    fn from(i: wit::Info) -> Self {
+        Self {
+            reference: i.reference.into(),
+            provider_id: i.provider_id,
+            state: i.state.into(),
+            bootstrap_complete: i.bootstrap_complete,
+            create_settled: i.create_settled,
+        }
+    }
+}
+
+impl From<Info> for wit::Info {
+    fn from(i: Info) -> Self {
+        Self {
+            reference: i.reference.into(),
+            provider_id: i.provider_id,
+            state: i.state.into(),
+            bootstrap_complete: i.bootstrap_complete,
+            create_settled: i.create_settled,
+        }
+    }
+}
+
+impl From<wit::NetworkAccess> for NetworkAccess {
+    fn from(n: wit::NetworkAccess) -> Self {
+        match n {
+            wit::NetworkAccess::Enabled => Self::Enabled,
+            wit::NetworkAccess::Disabled => Self::Disabled,
+            wit::NetworkAccess::Restricted => Self::Restricted,
+        }
+    }
+}
+
+impl From<NetworkAccess> for wit::NetworkAccess {
+    fn from(n: NetworkAccess) -> Self {
+        match n {
+            NetworkAccess::Enabled => Self::Enabled,
+            NetworkAccess::Disabled => Self::Disabled,
+            NetworkAccess::Restricted => Self::Restricted,
+        }
+    }
+}
+
+impl From<wit::Bootstrap> for Bootstrap {
+    fn from(b: wit::Bootstrap) -> Self {
+        Self {
+            reference: b.reference.into(),
+            session_id: b.session_id,
+            device_id: b.device_id,
+            core_url: b.core_url,
+            daemon_credential: b.daemon_credential,
+            harness: b.harness,
+            network_access: b.network_access.into(),
+            allowed_domains: b.allowed_domains,
+        }
+    }
+}
+
+impl From<Bootstrap> for wit::Bootstrap {
+    fn from(b: Bootstrap) -> Self {
+        Self {
+            reference: b.reference.into(),
+            session_id: b.session_id,
+            device_id: b.device_id,
+            core_url: b.core_url,
+            daemon_credential: b.daemon_credential,
+            harness: b.harness,
+            network_access: b.network_access.into(),
+            allowed_domains: b.allowed_domains,
+        }
+    }
+}
+
+impl From<wit::Command> for Command {
+    fn from(c: wit::Command) -> Self {
+        Self {
+            args: c.args,
+            directory: c.directory,
+            stdin: c.stdin,
+        }
+    }
+}
+
+impl From<Command> for wit::Command {
+    fn from(c: Command) -> Self {
+        Self {
+            args: c.args,
+            directory: c.directory,
+            stdin: c.stdin,
+        }
+    }
+}
+
+impl From<wit::CommandResult> for CommandResult {
+    fn from(c: wit::CommandResult) -> Self {
+        Self {
+            stdout: c.stdout,
+            stderr: c.stderr,
+            exit_code: c.exit_code,
+        }
+    }
+}
+
+impl From<CommandResult> for wit::CommandResult {
+    fn from(c: CommandResult) -> Self {
+        Self {
+            stdout: c.stdout,
+            stderr: c.stderr,
+            exit_code: c.exit_code,
+        }
+    }
+}
+
+impl From<wit::Target> for Target {
+    fn from(t: wit::Target) -> Self {
+        Self {
+            reference: t.reference.into(),
+            provider_id: t.provider_id,
+        }
+    }
+}
+
+impl From<Target> for wit::Target {
+    fn from(t: Target) -> Self {
+        Self {
+            reference: t.reference.into(),
+            provider_id: t.provider_id,
+        }
+    }
+}
+
+impl From<wit::Sample> for Sample {
+    fn from(s: wit::Sample) -> Self {
+        Self {
+            cpu_seconds: s.cpu_seconds,
+            memory_bytes: s.memory_bytes,
+            memory_limit_bytes: s.memory_limit_bytes,
+            cpus: s.cpus,
+            started_at: s.started_at,
+        }
+    }
+}
+
+impl From<Sample> for wit::Sample {
+    fn from(s: Sample) -> Self {
+        Self {
+            cpu_seconds: s.cpu_seconds,
+            memory_bytes: s.memory_bytes,
+            memory_limit_bytes: s.memory_limit_bytes,
+            cpus: s.cpus,
+            started_at: s.started_at,
+        }
+    }
+}
+
+impl From<wit::SnapshotIdentity> for SnapshotIdentity {
+    fn from(s: wit::SnapshotIdentity) -> Self {
+        Self {
+            name: s.name,
+            id: s.id,
+        }
+    }
+}
+
+impl From<SnapshotIdentity> for wit::SnapshotIdentity {
+    fn from(s: SnapshotIdentity) -> Self {
+        Self {
+            name: s.name,
+            id: s.id,
+        }
+    }
+}
+
+impl From<wit::Compute> for Compute {
+    fn from(c: wit::Compute) -> Self {
+        Self {
+            generation: c.generation,
+            name: c.name,
+            id: c.id,
+            restored_from: c.restored_from.map(Into::into),
+        }
+    }
+}
+
+impl From<Compute> for wit::Compute {
+    fn from(c: Compute) -> Self {
+        Self {
+            generation: c.generation,
+            name: c.name,
+            id: c.id,
+            restored_from: c.restored_from.map(Into::into),
+        }
+    }
+}
+
+impl From<wit::ComputeState> for ComputeState {
+    fn from(s: wit::ComputeState) -> Self {
+        match s {
+            wit::ComputeState::Running => Self::Running,
+            wit::ComputeState::Suspended => Self::Suspended,
+            wit::ComputeState::Stopped => Self::Stopped,
+            wit::ComputeState::Absent => Self::Absent,
+        }
+    }
+}
+
+impl From<ComputeState> for wit::ComputeState {
+    fn from(s: ComputeState) -> Self {
+        match s {
+            ComputeState::Running => Self::Running,
+            ComputeState::Suspended => Self::Suspended,
+            ComputeState::Stopped => Self::Stopped,
+            ComputeState::Absent => Self::Absent,
+        }
+    }
+}
+
+impl From<wit::SuspendRequest> for SuspendRequest {
+    fn from(r: wit::SuspendRequest) -> Self {
+        Self {
+            reference: r.reference.into(),
+            compute: r.compute.into(),
+            observe_only: r.observe_only,
+        }
+    }
+}
+
+impl From<SuspendRequest> for wit::SuspendRequest {
+    fn from(r: SuspendRequest) -> Self {
+        Self {
+            reference: r.reference.into(),
+            compute: r.compute.into(),
+            observe_only: r.observe_only,
+        }
+    }
+}
+
+impl From<wit::ResumeRequest> for ResumeRequest {
+    fn from(r: wit::ResumeRequest) -> Self {
+        Self {
+            reference: r.reference.into(),
+            snapshot: r.snapshot.into(),
+            observe_only: r.observe_only,
+        }
+    }
+}
+
+impl From<ResumeRequest> for wit::ResumeRequest {
+    fn from(r: ResumeRequest) -> Self {
+        Self {
+            reference: r.reference.into(),
+            snapshot: r.snapshot.into(),
+            observe_only: r.observe_only,
+        }
+    }
+}
+
+impl From<wit::UnsupportedOperation> for UnsupportedOperation {
+    fn from(u: wit::UnsupportedOperation) -> Self {
+        Self {
+            operation: u.operation,
+            reason: u.reason,
+        }
+    }
+}
+
+impl From<wit::Error> for Error {
+    fn from(e: wit::Error) -> Self {
+        match e {
+            wit::Error::Invalid => Self::Invalid,
+            wit::Error::Ownership => Self::Ownership,
+            wit::Error::Exists => Self::Exists,
+            wit::Error::NotFound => Self::NotFound,
+            wit::Error::ComputeUnconfirmed => Self::ComputeUnconfirmed,
+            wit::Error::CommandUnconfirmed => Self::CommandUnconfirmed,
+            wit::Error::Unsupported(u) => Self::Unsupported(u.into()),
+            wit::Error::ObservationUnavailable => Self::ObservationUnavailable,
+            wit::Error::RuntimeNotRunning => Self::RuntimeNotRunning,
+        }
+    }
+}
+
+impl From<wit::Failure> for Failure {
+    fn from(f: wit::Failure) -> Self {
+        Self {
+            error: f.error.into(),
+            info: f.info.map(Into::into),
+        }
+    }
+}
+
+impl From<BoundOption> for SelectionOption {
+    fn from(o: BoundOption) -> Self {
+        Self {
+            id: o.id,
+            label: o.label,
+        }
+    }
+}
+
+impl From<adapter::Requirement> for Requirement {
+    fn from(r: adapter::Requirement) -> Self {
+        match r {
+            adapter::Requirement::Required => Self::Required,
+            adapter::Requirement::Optional => Self::Optional,
+            adapter::Requirement::NotRequired => Self::NotRequired,
+        }
+    }
+}
+
+impl From<adapter::ConfigurationRequirements> for ConfigurationRequirements {
+    fn from(r: adapter::ConfigurationRequirements) -> Self {
+        Self {
+            credential: r.credential.into(),
+            public_origin: r.public_origin.into(),
+        }
+    }
+}
+
+impl From<BoundDiagnostic> for Diagnostic {
+    fn from(d: BoundDiagnostic) -> Self {
+        match d {
+            BoundDiagnostic::ConfigurationInvalid => Self::ConfigurationInvalid,
+            BoundDiagnostic::ProviderUnavailable => Self::ProviderUnavailable,
+            BoundDiagnostic::HostUnsupported => Self::HostUnsupported,
+            BoundDiagnostic::LimitsUnsupported => Self::LimitsUnsupported,
+            BoundDiagnostic::ImageUnavailable => Self::ImageUnavailable,
+        }
+    }
+}

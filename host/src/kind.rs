@@ -1,0 +1,602 @@
+//! A loaded, validated kind: the provider Core calls in this process. Each
+//! operation checks the declaration (an unsupported operation is answered
+//! here, before any instance or native I/O), runs in a fresh instance whose
+//! capabilities reach only the operation's allocations, and has its answer
+//! policed by the same rules as an answer from a node ([`police`]).
+
+use crate::bindings::{Provider, ProviderPre};
+use crate::call::{self, Aborted};
+use crate::capability::SharedCapabilities;
+use crate::capability::scope::CallScope;
+use crate::declaration::{Declaration, Inventory};
+use crate::registry::Registration;
+use crate::state::CallState;
+use oac_contract::Operation;
+use oac_contract::bounds::{MAX_BATCH_TARGETS, MAX_STDIN_BYTES};
+use oac_provider_api::Budget;
+use oac_provider_api::police;
+use oac_provider_api::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
+use oac_provider_api::types::*;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use wasmtime::Store;
+
+/// Whether a kind's answers are policed. Only the contract suite turns
+/// policing off, to judge what a component itself answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policing {
+    /// Production: the declaration is answered by the host, answers are policed.
+    Enforced,
+    /// Conformance testing: every operation reaches the component, and its
+    /// answers come back as it gave them. Budgets, limits and capability
+    /// policy still apply.
+    Off,
+}
+
+/// One loaded, validated kind.
+pub struct Kind {
+    /// Its registry row.
+    pub registration: Registration,
+    /// SHA-256 of its component.
+    pub digest: String,
+    /// Operations derived from the component's exports.
+    pub inventory: Inventory,
+    /// The validated declaration.
+    pub declaration: Declaration,
+    pub(crate) pre: ProviderPre<CallState>,
+    pub(crate) capabilities: SharedCapabilities,
+    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) policing: Policing,
+}
+
+fn on(allocation: &Reference) -> CallScope {
+    CallScope::Allocation(allocation.clone())
+}
+
+impl Kind {
+    /// The kind's name.
+    pub fn name(&self) -> &str {
+        &self.registration.kind
+    }
+
+    /// One call in a fresh instance, bounded by `budget`.
+    async fn run<R>(
+        &self,
+        scope: CallScope,
+        budget: Budget,
+        call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Aborted> {
+        let deadline = budget.deadline_from_now();
+        let _permit = tokio::time::timeout_at(deadline.into(), self.permits.acquire())
+            .await
+            .map_err(|_| Aborted::Expired)?
+            .map_err(|_| Aborted::Unavailable)?;
+        let outcome = call::run(
+            &self.pre,
+            self.capabilities.clone(),
+            scope,
+            self.registration.policy.max_memory_bytes,
+            deadline,
+            call,
+        )
+        .await;
+        if let Err(aborted) = &outcome {
+            tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
+        }
+        outcome
+    }
+
+    /// The common path of every operation: the declaration (an unsupported
+    /// operation is answered here, before any instance or I/O), one call in a
+    /// fresh instance serving `scope`, and the operation's unknown outcome
+    /// when the call ends without the component's answer.
+    async fn invoke<R>(
+        &self,
+        operation: Operation,
+        scope: CallScope,
+        budget: Budget,
+        call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Error> {
+        if self.policing == Policing::Enforced {
+            self.declaration.check(operation)?;
+        }
+        self.run(scope, budget, call)
+            .await
+            .map_err(|_| police::unknown(operation))
+    }
+
+    /// The answer of a call: the host's own (unsupported before any call,
+    /// or the unknown outcome of a call that ended without an answer) as it
+    /// is; the component's converted to the interface's types and then
+    /// `policed`, unless policing is off.
+    fn finish<T, E, U, F>(
+        &self,
+        raw: Result<Result<T, E>, Error>,
+        policed: impl FnOnce(Result<U, F>) -> Result<U, F>,
+    ) -> Result<U, F>
+    where
+        U: From<T>,
+        F: From<E> + From<Error>,
+    {
+        let component = match raw {
+            Err(host) => return Err(host.into()),
+            Ok(component) => component.map(U::from).map_err(F::from),
+        };
+        match self.policing {
+            Policing::Enforced => policed(component),
+            Policing::Off => component,
+        }
+    }
+
+    /// [`Self::finish`] for a plain operation: `unsupported` from an
+    /// operation declared supported is its unknown outcome.
+    fn plain<T, U: From<T>>(
+        &self,
+        operation: Operation,
+        raw: Result<Result<T, crate::bindings::oac::sandbox_provider::types::Error>, Error>,
+    ) -> Result<U, Error> {
+        self.finish(raw, |answer| police::answer(operation, answer))
+    }
+}
+
+#[allow(clippy::result_large_err)] // `Failure` is the contract's shape
+impl SandboxProvider for Kind {
+    type Checkpoint<'a> = &'a Kind;
+
+    fn declaration(&self) -> &Declaration {
+        &self.declaration
+    }
+
+    fn checkpoint(&self) -> Option<&Kind> {
+        self.declaration.supports_checkpoint().then_some(self)
+    }
+
+    async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
+        let allocation = request.reference.clone();
+        let input = request.into();
+        let raw = self
+            .invoke(Operation::Create, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_create(s, &input)
+                    .await
+            })
+            .await;
+        self.finish(raw, |a| police::mutation(a, &allocation))
+    }
+
+    async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
+        let input = allocation.clone().into();
+        let raw = self
+            .invoke(Operation::GetInfo, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_get_info(s, &input)
+                    .await
+            })
+            .await;
+        self.finish(raw, |a| police::read(a, &allocation))
+    }
+
+    async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+        let input = allocation.clone().into();
+        let raw = self
+            .invoke(Operation::Renew, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_renew(s, &input)
+                    .await
+            })
+            .await;
+        self.finish(raw, |a| police::mutation(a, &allocation))
+    }
+
+    async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+        let input = allocation.clone().into();
+        let raw = self
+            .invoke(Operation::Kill, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_sandbox_provider()
+                    .call_kill(s, &input)
+                    .await
+            })
+            .await;
+        self.finish(raw, |a| police::mutation(a, &allocation))
+    }
+
+    async fn run_command(
+        &self,
+        allocation: Reference,
+        request: Command,
+        budget: Budget,
+    ) -> Result<CommandResult, Error> {
+        let stdin_too_large = request
+            .stdin
+            .as_ref()
+            .is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES);
+        if request.args.is_empty() || stdin_too_large {
+            return Err(Error::Invalid);
+        }
+        let (on_allocation, input) = (allocation.clone().into(), request.into());
+        let raw = self
+            .invoke(
+                Operation::RunCommand,
+                on(&allocation),
+                budget,
+                async |p, s| {
+                    p.oac_sandbox_provider_sandbox_provider()
+                        .call_run_command(s, &on_allocation, &input)
+                        .await
+                },
+            )
+            .await;
+        self.finish(raw, police::command)
+    }
+
+    async fn observe(&self, target: Target, budget: Budget) -> Result<Sample, Error> {
+        let scope = on(&target.reference);
+        let input = target.into();
+        let raw = self
+            .invoke(Operation::Observe, scope, budget, async |p, s| {
+                p.oac_sandbox_provider_observation_source()
+                    .call_observe(s, &input)
+                    .await
+            })
+            .await;
+        self.finish(raw, police::observation)
+    }
+
+    async fn observe_batch(
+        &self,
+        targets: Vec<Target>,
+        budget: Budget,
+    ) -> Result<Vec<Result<Sample, Error>>, Error> {
+        if targets.len() > MAX_BATCH_TARGETS {
+            return Err(Error::Invalid);
+        }
+        let count = targets.len();
+        let scope = CallScope::Batch(targets.iter().map(|t| t.reference.clone()).collect());
+        let input: Vec<_> = targets.into_iter().map(Into::into).collect();
+        let raw = self
+            .invoke(Operation::ObserveBatch, scope, budget, async |p, s| {
+                p.oac_sandbox_provider_batch_observation_source()
+                    .call_observe_batch(s, &input)
+                    .await
+            })
+            .await;
+        let raw = raw.map(|answer| {
+            answer.map(|samples| {
+                samples
+                    .into_iter()
+                    .map(|sample| sample.map(Sample::from).map_err(Error::from))
+                    .collect::<Vec<_>>()
+            })
+        });
+        self.finish(raw, |samples| police::batch(samples, count))
+    }
+
+    async fn discover_selection(&self, budget: Budget) -> Result<Vec<SelectionOption>, Error> {
+        let operation = Operation::DiscoverSelection;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_selection_discoverer()
+                    .call_discover_selection(s)
+                    .await
+            })
+            .await;
+        let raw = raw.map(|answer| {
+            answer.map(|options| {
+                options
+                    .into_iter()
+                    .map(SelectionOption::from)
+                    .collect::<Vec<_>>()
+            })
+        });
+        self.plain(operation, raw)
+    }
+
+    async fn verify_credential(&self, credential: String, budget: Budget) -> Result<(), Error> {
+        let operation = Operation::VerifyCredential;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_credential_verifier()
+                    .call_verify_credential(s, &credential)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn probe(&self, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
+        let found = self
+            .invoke(Operation::Probe, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_readiness().call_probe(s).await
+            })
+            .await?;
+        Ok(found.into_iter().map(Into::into).collect())
+    }
+}
+
+impl CheckpointProvider for Kind {
+    async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
+        let operation = Operation::Initial;
+        let input = allocation.clone().into();
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_initial(s, &input)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn new_compute(
+        &self,
+        allocation: Reference,
+        generation: u64,
+        budget: Budget,
+    ) -> Result<Compute, Error> {
+        let operation = Operation::NewCompute;
+        let input = allocation.clone().into();
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_new_compute(s, &input, generation)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn get_compute(
+        &self,
+        allocation: Reference,
+        incarnation: Compute,
+        budget: Budget,
+    ) -> Result<ComputeState, Error> {
+        let operation = Operation::GetCompute;
+        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_get_compute(s, &input, &compute)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn suspend(
+        &self,
+        request: SuspendRequest,
+        budget: Budget,
+    ) -> Result<SnapshotIdentity, Error> {
+        let operation = Operation::Suspend;
+        let scope = on(&request.reference);
+        let input = request.into();
+        let raw = self
+            .invoke(operation, scope, budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_suspend(s, &input)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
+        let operation = Operation::Resume;
+        let scope = on(&request.reference);
+        let input = request.into();
+        let raw = self
+            .invoke(operation, scope, budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_resume(s, &input)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn resume_compute(
+        &self,
+        allocation: Reference,
+        incarnation: Compute,
+        budget: Budget,
+    ) -> Result<ComputeState, Error> {
+        let operation = Operation::ResumeCompute;
+        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_resume_compute(s, &input, &compute)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn kill_compute(
+        &self,
+        allocation: Reference,
+        incarnation: Compute,
+        budget: Budget,
+    ) -> Result<(), Error> {
+        let operation = Operation::KillCompute;
+        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_kill_compute(s, &input, &compute)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn delete_snapshot(
+        &self,
+        allocation: Reference,
+        snapshot: SnapshotIdentity,
+        budget: Budget,
+    ) -> Result<(), Error> {
+        let operation = Operation::DeleteSnapshot;
+        let (input, snapshot) = (allocation.clone().into(), snapshot.into());
+        let raw = self
+            .invoke(operation, on(&allocation), budget, async |p, s| {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .call_delete_snapshot(s, &input, &snapshot)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn run_command_compute(
+        &self,
+        allocation: Reference,
+        incarnation: Compute,
+        request: Command,
+        budget: Budget,
+    ) -> Result<CommandResult, Error> {
+        let (input, compute, command) = (
+            allocation.clone().into(),
+            incarnation.into(),
+            request.into(),
+        );
+        let raw = self
+            .invoke(
+                Operation::RunCommandCompute,
+                on(&allocation),
+                budget,
+                async |p, s| {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_run_command_compute(s, &input, &compute, &command)
+                        .await
+                },
+            )
+            .await;
+        self.finish(raw, police::command)
+    }
+}
+
+impl ConfigurationProvider for Kind {
+    async fn requirements(&self, budget: Budget) -> Result<ConfigurationRequirements, Error> {
+        let found = self
+            .invoke(
+                Operation::Requirements,
+                CallScope::Node,
+                budget,
+                async |p, s| {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_requirements(s)
+                        .await
+                },
+            )
+            .await?;
+        Ok(found.into())
+    }
+
+    async fn decode_input(&self, input: String, budget: Budget) -> Result<String, Error> {
+        let operation = Operation::DecodeInput;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_decode_input(s, &input)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn encode(&self, configuration: String, budget: Budget) -> Result<String, Error> {
+        let operation = Operation::Encode;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_encode(s, &configuration)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn decode(&self, stored: String, budget: Budget) -> Result<String, Error> {
+        let operation = Operation::Decode;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_decode(s, &stored)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn normalize(&self, configuration: String, budget: Budget) -> Result<String, Error> {
+        let operation = Operation::Normalize;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_normalize(s, &configuration)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn resolve_change(
+        &self,
+        current: String,
+        proposed: String,
+        budget: Budget,
+    ) -> Result<String, Error> {
+        let operation = Operation::ResolveChange;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_resolve_change(s, &current, &proposed)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn equal(&self, left: String, right: String, budget: Budget) -> Result<bool, Error> {
+        let operation = Operation::Equal;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_equal(s, &left, &right)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn with_credential(
+        &self,
+        configuration: String,
+        credential: String,
+        budget: Budget,
+    ) -> Result<String, Error> {
+        let operation = Operation::WithCredential;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_with_credential(s, &configuration, &credential)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn discover_configuration(&self, budget: Budget) -> Result<Vec<String>, Error> {
+        let operation = Operation::DiscoverConfiguration;
+        let raw = self
+            .invoke(operation, CallScope::Node, budget, async |p, s| {
+                p.oac_sandbox_provider_configuration_adapter()
+                    .call_discover_configuration(s)
+                    .await
+            })
+            .await;
+        self.plain(operation, raw)
+    }
+}

@@ -1,0 +1,204 @@
+//! What Core accepts from a provider as an answer, the same whether the
+//! kind ran in this process or on a node: an answer that claims another
+//! allocation, `unsupported` from an operation declared supported, or
+//! output over the bound is not evidence, and becomes the operation's
+//! unknown outcome. A failed mutation keeps its info only when that info is
+//! settlement evidence for the exact reference asked about.
+
+use crate::types::{CommandResult, Error, Failure, Info, LifecycleState, Reference};
+use oac_contract::Operation;
+use oac_contract::bounds::MAX_OUTPUT_BYTES;
+
+/// The error an unknown outcome of `operation` is reported as.
+pub fn unknown(operation: Operation) -> Error {
+    Error::unknown(operation.unknown())
+}
+
+/// True when `info` is settlement evidence about exactly `allocation`:
+/// bound to it, `create_settled`, and either settled absence with no
+/// provider id, or a provider id for compute that is present.
+pub fn is_settlement_evidence(info: &Info, allocation: &Reference) -> bool {
+    let bound = info.reference == *allocation && info.create_settled;
+    let consistent = match (info.state, &info.provider_id) {
+        (LifecycleState::Absent, None) => true,
+        (LifecycleState::Absent, Some(_)) | (_, None) => false,
+        (_, Some(_)) => true,
+    };
+    bound && consistent
+}
+
+/// `unsupported` from an operation declared supported contradicts the
+/// declaration: the outcome is unknown.
+pub fn answer<T>(operation: Operation, answer: Result<T, Error>) -> Result<T, Error> {
+    match answer {
+        Err(Error::Unsupported(_)) => Err(unknown(operation)),
+        other => other,
+    }
+}
+
+/// `get-info`: an answer about another allocation is unknown.
+pub fn read(answer: Result<Info, Error>, allocation: &Reference) -> Result<Info, Error> {
+    match self::answer(Operation::GetInfo, answer) {
+        Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed),
+        other => other,
+    }
+}
+
+/// `create`, `renew`, `kill`: a success about another allocation is
+/// unknown; a failure keeps only exact-reference settlement evidence.
+#[allow(clippy::result_large_err)] // `Failure` is the contract's shape
+pub fn mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Result<Info, Failure> {
+    match answer {
+        Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed.into()),
+        Ok(info) => Ok(info),
+        Err(Failure {
+            error: Error::Unsupported(_),
+            ..
+        }) => Err(Error::ComputeUnconfirmed.into()),
+        Err(Failure { error, info }) => Err(Failure {
+            error,
+            info: info.filter(|info| is_settlement_evidence(info, allocation)),
+        }),
+    }
+}
+
+/// `run-command`, `run-command-compute`: output over the bound is never a
+/// (truncated) success, and an unknown compute outcome is an unknown
+/// command outcome.
+pub fn command(answer: Result<CommandResult, Error>) -> Result<CommandResult, Error> {
+    let limit = MAX_OUTPUT_BYTES as usize;
+    match answer {
+        Ok(result) if result.stdout.len() > limit || result.stderr.len() > limit => {
+            Err(Error::CommandUnconfirmed)
+        }
+        Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => Err(Error::CommandUnconfirmed),
+        other => other,
+    }
+}
+
+/// Observations prove nothing either way: anything unknown is
+/// `observation-unavailable`.
+pub fn observation<T>(answer: Result<T, Error>) -> Result<T, Error> {
+    match answer {
+        Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => {
+            Err(Error::ObservationUnavailable)
+        }
+        other => other,
+    }
+}
+
+/// A batch observation must answer once per target, in order.
+pub fn batch<T>(answer: Result<Vec<T>, Error>, targets: usize) -> Result<Vec<T>, Error> {
+    match observation(answer) {
+        Ok(samples) if samples.len() != targets => Err(Error::ObservationUnavailable),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(allocation: &str) -> Reference {
+        Reference {
+            tenant_id: "t".into(),
+            environment_id: "e".into(),
+            allocation_id: allocation.into(),
+        }
+    }
+
+    fn info(allocation: &str, state: LifecycleState, id: Option<&str>, settled: bool) -> Info {
+        Info {
+            reference: reference(allocation),
+            provider_id: id.map(Into::into),
+            state,
+            bootstrap_complete: false,
+            create_settled: settled,
+        }
+    }
+
+    #[test]
+    fn only_exact_reference_settlement_evidence_is_kept() {
+        let own = reference("a");
+        let kept = |info: Info| {
+            let failure = Failure {
+                error: Error::Exists,
+                info: Some(info.clone()),
+            };
+            mutation(Err(failure), &own)
+                .expect_err("a failure")
+                .info
+                .is_some()
+        };
+        assert!(kept(info("a", LifecycleState::Absent, None, true)));
+        assert!(kept(info("a", LifecycleState::Running, Some("id"), true)));
+        assert!(
+            !kept(info("b", LifecycleState::Absent, None, true)),
+            "foreign"
+        );
+        assert!(
+            !kept(info("a", LifecycleState::Absent, None, false)),
+            "unsettled"
+        );
+        assert!(
+            !kept(info("a", LifecycleState::Absent, Some("id"), true)),
+            "absent with an id"
+        );
+        assert!(
+            !kept(info("a", LifecycleState::Running, None, true)),
+            "present without an id"
+        );
+    }
+
+    #[test]
+    fn answers_about_another_allocation_are_not_evidence() {
+        let running = info("b", LifecycleState::Running, Some("id"), true);
+        assert_eq!(
+            read(Ok(running.clone()), &reference("a")),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert_eq!(
+            mutation(Ok(running), &reference("a")),
+            Err(Error::ComputeUnconfirmed.into())
+        );
+    }
+
+    #[test]
+    fn unsupported_from_a_supported_operation_is_unknown() {
+        let unsupported = || Error::unsupported("get-info", "x");
+        assert_eq!(
+            read(Err(unsupported()), &reference("a")),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert_eq!(command(Err(unsupported())), Err(Error::CommandUnconfirmed));
+        assert_eq!(
+            observation::<()>(Err(unsupported())),
+            Err(Error::ObservationUnavailable)
+        );
+        assert_eq!(
+            answer::<()>(Operation::Suspend, Err(unsupported())),
+            Err(Error::ComputeUnconfirmed)
+        );
+    }
+
+    #[test]
+    fn oversized_output_is_never_success() {
+        let result = |len| CommandResult {
+            stdout: vec![0; len],
+            stderr: vec![],
+            exit_code: 3,
+        };
+        let limit = MAX_OUTPUT_BYTES as usize;
+        assert_eq!(
+            command(Ok(result(limit + 1))),
+            Err(Error::CommandUnconfirmed)
+        );
+        assert_eq!(command(Ok(result(limit))), Ok(result(limit)));
+    }
+
+    #[test]
+    fn a_batch_must_answer_each_target() {
+        assert_eq!(batch(Ok(vec![1, 2]), 3), Err(Error::ObservationUnavailable));
+        assert_eq!(batch(Ok(vec![1, 2]), 2), Ok(vec![1, 2]));
+    }
+}

@@ -1,0 +1,328 @@
+//! The JSON shapes of the node protocol, version [`PROTOCOL_VERSION`]: a
+//! call is one operation with its input, an outcome is its value or a fixed
+//! error (with settlement evidence for mutations). The values themselves are
+//! [`crate::types`], unchanged. Decoding is strict.
+//!
+//! The protocol is HTTP/1.1 on a Unix socket or TCP. Every request and
+//! answer carries `oac-protocol: oac-node/1` (matched exactly, no fallback)
+//! and every request `authorization: Bearer <token>` (compared in constant
+//! time). Endpoints:
+//!
+//! - `POST /call` — a [`Request`]; answers HTTP 200 with an [`Outcome`]
+//!   whenever the operation was attempted.
+//! - `GET /kinds` — the served kinds' declarations ([`Kinds`]).
+//! - `GET /health` — readiness from each kind's probe ([`Health`]); HTTP 200
+//!   when ready, 503 otherwise.
+//!
+//! A refused request (wrong version, bad token, oversized frame, malformed
+//! or out-of-range input, too many operations in flight) gets a 4xx/5xx
+//! [`Refusal`] and was not executed.
+
+use crate::types::{
+    Bootstrap, Command, CommandResult, Compute, ComputeState, Diagnostic, Error, Info, Reference,
+    ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
+};
+use oac_contract::Operation;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The header naming the protocol version on every request and answer.
+pub const PROTOCOL_HEADER: &str = "oac-protocol";
+/// The one protocol version this build speaks.
+pub const PROTOCOL_VERSION: &str = "oac-node/1";
+/// Largest request body: 50 MiB + 32 bytes of stdin as base64, plus room
+/// for the envelope.
+pub const MAX_REQUEST_BYTES: usize = 72 << 20;
+/// Largest answer body: two 1 MiB command streams as base64, plus room.
+pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
+/// How long a node waits for a request's head (which is also how long it
+/// keeps an idle connection open) and then for its body: a stalled client
+/// must hold neither a connection, an in-flight slot nor shutdown for long.
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The codes a node refuses a request with (nothing was executed).
+pub const REFUSALS: [&str; 7] = [
+    "version_mismatch",
+    "unauthorized",
+    "too_large",
+    "too_slow",
+    "invalid",
+    "busy",
+    "no_such_endpoint",
+];
+
+/// Reasons a proxy gives for the operations a node never forwards.
+pub mod reasons {
+    /// `observe-batch`: Core batches across nodes itself.
+    pub const BATCH: &str = "node_batch_observation_not_forwarded";
+    /// `discover-selection`: discovery is a Core-side concern.
+    pub const DISCOVERY: &str = "node_selection_discovery_not_forwarded";
+    /// `verify-credential`: credentials are verified where they are stored.
+    pub const VERIFICATION: &str = "node_credential_verification_not_forwarded";
+}
+
+/// An optional field: absent means none; `null` is refused.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// One operation with its input, externally tagged by the operation name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Call {
+    /// `create`.
+    Create(Bootstrap),
+    /// `get-info`.
+    GetInfo(Reference),
+    /// `renew`.
+    Renew(Reference),
+    /// `kill`.
+    Kill(Reference),
+    /// `run-command`.
+    RunCommand(OnAllocation<Command>),
+    /// `observe`.
+    Observe(Target),
+    /// `initial`.
+    Initial(Reference),
+    /// `new-compute`.
+    NewCompute(NewCompute),
+    /// `get-compute`.
+    GetCompute(OnCompute),
+    /// `suspend`.
+    Suspend(SuspendRequest),
+    /// `resume`.
+    Resume(ResumeRequest),
+    /// `resume-compute`.
+    ResumeCompute(OnCompute),
+    /// `kill-compute`.
+    KillCompute(OnCompute),
+    /// `delete-snapshot`.
+    DeleteSnapshot(OnSnapshot),
+    /// `run-command-compute`.
+    RunCommandCompute(CommandOnCompute),
+}
+
+impl Call {
+    /// The operation this call runs.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Call::Create(_) => Operation::Create,
+            Call::GetInfo(_) => Operation::GetInfo,
+            Call::Renew(_) => Operation::Renew,
+            Call::Kill(_) => Operation::Kill,
+            Call::RunCommand(_) => Operation::RunCommand,
+            Call::Observe(_) => Operation::Observe,
+            Call::Initial(_) => Operation::Initial,
+            Call::NewCompute(_) => Operation::NewCompute,
+            Call::GetCompute(_) => Operation::GetCompute,
+            Call::Suspend(_) => Operation::Suspend,
+            Call::Resume(_) => Operation::Resume,
+            Call::ResumeCompute(_) => Operation::ResumeCompute,
+            Call::KillCompute(_) => Operation::KillCompute,
+            Call::DeleteSnapshot(_) => Operation::DeleteSnapshot,
+            Call::RunCommandCompute(_) => Operation::RunCommandCompute,
+        }
+    }
+}
+
+/// The operations a node forwards (the others are Core-side concerns).
+pub const FORWARDED: [Operation; 15] = [
+    Operation::Create,
+    Operation::GetInfo,
+    Operation::Renew,
+    Operation::Kill,
+    Operation::RunCommand,
+    Operation::Observe,
+    Operation::Initial,
+    Operation::NewCompute,
+    Operation::GetCompute,
+    Operation::Suspend,
+    Operation::Resume,
+    Operation::ResumeCompute,
+    Operation::KillCompute,
+    Operation::DeleteSnapshot,
+    Operation::RunCommandCompute,
+];
+
+/// An input bound to an allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnAllocation<T> {
+    /// The allocation.
+    pub reference: Reference,
+    /// The input.
+    pub request: T,
+}
+
+/// `new-compute`'s input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCompute {
+    /// The allocation.
+    pub reference: Reference,
+    /// The generation after which the new incarnation comes.
+    pub generation: u64,
+}
+
+/// An input naming one incarnation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnCompute {
+    /// The allocation.
+    pub reference: Reference,
+    /// The incarnation.
+    pub compute: Compute,
+}
+
+/// An input naming one snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnSnapshot {
+    /// The allocation.
+    pub reference: Reference,
+    /// The snapshot.
+    pub snapshot: SnapshotIdentity,
+}
+
+/// `run-command-compute`'s input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandOnCompute {
+    /// The allocation.
+    pub reference: Reference,
+    /// The incarnation.
+    pub compute: Compute,
+    /// The command.
+    pub request: Command,
+}
+
+/// One request to `POST /call`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The served kind.
+    pub kind: String,
+    /// The caller's budget, 1..=120 000 ms, counted from the node's receipt.
+    pub timeout_ms: u32,
+    /// The operation and its input.
+    pub call: Call,
+}
+
+/// The value a successful operation returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Value {
+    /// create, get-info, renew, kill.
+    Info(Info),
+    /// run-command, run-command-compute.
+    CommandResult(CommandResult),
+    /// observe.
+    Sample(Sample),
+    /// initial, new-compute, resume.
+    Compute(Compute),
+    /// get-compute, resume-compute.
+    ComputeState(ComputeState),
+    /// suspend.
+    Snapshot(SnapshotIdentity),
+    /// kill-compute, delete-snapshot.
+    Done,
+}
+
+/// The body of a `POST /call` answer (HTTP 200): the operation's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Outcome {
+    /// The operation succeeded.
+    Ok(Value),
+    /// The operation failed with a fixed code; mutations may carry info.
+    Error {
+        /// The code.
+        error: Error,
+        /// Settlement evidence bound to the request's reference, if any.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "present"
+        )]
+        info: Option<Info>,
+    },
+}
+
+/// The body of every refused request (HTTP 4xx/5xx): nothing was executed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// One of `version_mismatch unauthorized too_large invalid busy
+    /// no_such_endpoint`.
+    pub refused: String,
+}
+
+/// One kind's declaration as `GET /kinds` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindDeclaration {
+    /// Operation name → `supported` or the reason it is unsupported.
+    pub operations: std::collections::BTreeMap<String, Support>,
+}
+
+/// A declared decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Support {
+    /// Implemented.
+    Supported,
+    /// Unsupported, with the reason code.
+    Unsupported(String),
+}
+
+/// The body of `GET /kinds`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kinds {
+    /// Served kind → its declaration.
+    pub kinds: std::collections::BTreeMap<String, KindDeclaration>,
+}
+
+/// The body of `GET /health`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Health {
+    /// True when every served kind reports no diagnostic.
+    pub ready: bool,
+    /// Served kind → its diagnostics (empty when ready).
+    pub kinds: std::collections::BTreeMap<String, Vec<Diagnostic>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode<T: for<'de> Deserialize<'de>>(text: &str) -> Result<T, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    const REFERENCE: &str = r#"{"tenant_id":"t","environment_id":"e","allocation_id":"a"}"#;
+
+    #[test]
+    fn decoding_is_strict() {
+        let ok = format!(r#"{{"kind":"k","timeout_ms":5,"call":{{"get_info":{REFERENCE}}}}}"#);
+        assert!(decode::<Request>(&ok).is_ok());
+        let unknown = ok.replace("\"kind\"", "\"extra\":1,\"kind\"");
+        assert!(decode::<Request>(&unknown).is_err(), "unknown field");
+        let duplicate = ok.replace("\"kind\":\"k\"", "\"kind\":\"k\",\"kind\":\"k\"");
+        assert!(decode::<Request>(&duplicate).is_err(), "duplicate field");
+        let null = ok.replace("\"kind\":\"k\"", "\"kind\":null");
+        assert!(decode::<Request>(&null).is_err(), "null");
+        let two_calls = ok.replace(
+            &format!("{{\"get_info\":{REFERENCE}}}"),
+            &format!("{{\"get_info\":{REFERENCE},\"kill\":{REFERENCE}}}"),
+        );
+        assert!(decode::<Request>(&two_calls).is_err(), "two operations");
+    }
+
+    #[test]
+    fn every_call_names_a_forwarded_operation() {
+        let call = decode::<Call>(&format!(r#"{{"kill":{REFERENCE}}}"#)).expect("call");
+        assert_eq!(call.operation(), Operation::Kill);
+        assert!(FORWARDED.contains(&call.operation()));
+    }
+}
