@@ -308,7 +308,7 @@ async fn an_unsupported_operation_is_refused_by_the_node_before_native_io() {
     let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
     let outcome = node
         .client()
-        .call("probe", budget(5_000), Call::Initial(reference("a").into()))
+        .call("probe", budget(5_000), Call::Initial(reference("a")))
         .await
         .expect("answered");
     let expected = Error::Unsupported(UnsupportedOperation {
@@ -372,7 +372,7 @@ async fn every_error_code_is_mapped_back_identically() {
             "e-invalid",
             budget(5_000),
             Call::Observe(Target {
-                reference: reference("a").into(),
+                reference: reference("a"),
                 provider_id: None,
             }),
         )
@@ -476,7 +476,7 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
     let node = serve(&[("huge", steer("huge-id"))], 8).await;
     let outcome = node
         .client()
-        .call("huge", budget(10_000), Call::GetInfo(reference("a").into()))
+        .call("huge", budget(10_000), Call::GetInfo(reference("a")))
         .await;
     let Ok(Outcome::Error { error, info: None }) = outcome else {
         panic!("expected an error outcome, got {outcome:?}")
@@ -546,7 +546,7 @@ async fn the_budget_counts_from_receipt_and_expiry_proves_nothing() {
     // The node answers its own expiry as `unconfirmed` when the client
     // waits a little longer than the budget it sent.
     let client = node.client();
-    let outcome = client.call("spin", budget(300), Call::GetInfo(reference("a").into()));
+    let outcome = client.call("spin", budget(300), Call::GetInfo(reference("a")));
     let outcome = tokio::time::timeout(Duration::from_secs(5), outcome)
         .await
         .expect("the node answers");
@@ -568,13 +568,13 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
         let client = client.clone();
         tokio::spawn(async move {
             client
-                .call("spin", budget(1_500), Call::GetInfo(reference("a").into()))
+                .call("spin", budget(1_500), Call::GetInfo(reference("a")))
                 .await
         })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let refused = client
-        .call("quick", budget(1_000), Call::GetInfo(reference("a").into()))
+        .call("quick", budget(1_000), Call::GetInfo(reference("a")))
         .await;
     assert_eq!(refused, Err(TransportError::Refused("busy")));
     let spun = busy_call.await.expect("task");
@@ -587,7 +587,7 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
     // Once the node has finished the spinning call, its slot is free again.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let answered = client
-        .call("quick", budget(1_000), Call::GetInfo(reference("a").into()))
+        .call("quick", budget(1_000), Call::GetInfo(reference("a")))
         .await;
     assert!(matches!(answered, Ok(Outcome::Ok(_))), "{answered:?}");
     node.stop().await;
@@ -597,10 +597,10 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
 async fn an_operation_whose_caller_left_keeps_its_slot_until_it_ends() {
     let node = serve(&[("spin", steer("loop")), ("quick", steer("none"))], 1).await;
     let client = node.client();
-    let call = client.call("spin", budget(1_500), Call::GetInfo(reference("a").into()));
+    let call = client.call("spin", budget(1_500), Call::GetInfo(reference("a")));
     let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
     assert!(gave_up.is_err(), "the caller leaves before the answer");
-    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a").into()));
+    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a")));
     assert_eq!(
         quick().await,
         Err(TransportError::Refused("busy")),
@@ -951,7 +951,7 @@ async fn stalled_clients_hold_no_connection_slot_or_shutdown() {
     assert!(answer.ends_with(r#"{"refused":"too_slow"}"#), "{answer}");
     let answered = node
         .client()
-        .call("probe", budget(2_000), Call::GetInfo(reference("a").into()))
+        .call("probe", budget(2_000), Call::GetInfo(reference("a")))
         .await;
     assert!(answered.is_ok(), "the slot is free again: {answered:?}");
     assert_eq!(

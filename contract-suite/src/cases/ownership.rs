@@ -19,7 +19,7 @@ pub async fn run(runner: &mut Runner<'_>) {
         .filter(|r| r.action == "volume-create")
         .map(|r| r.target.clone())
         .collect();
-    if !matches!(created, Ok(_)) || names.is_empty() {
+    if created.is_err() || names.is_empty() {
         runner.failed(
             "ownership.setup",
             "ownership",
@@ -57,9 +57,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             "Create on names held by a foreign allocation fails and mutates nothing.",
             async |h| {
                 let (answer, requests, calls) = h.observed(None, async || h.create(r).await).await;
-                ensure(!matches!(answer, Ok(_)), || {
-                    format!("create succeeded: {answer:?}")
-                })?;
+                ensure(answer.is_err(), || format!("create succeeded: {answer:?}"))?;
                 let attempts: Vec<&String> = calls
                     .iter()
                     .filter(|call| call.contains("-remove ") || call.contains("-create "))
@@ -84,9 +82,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             "Kill on names held by a foreign allocation fails and deletes nothing.",
             async |h| {
                 let (answer, requests, calls) = h.observed(None, async || h.kill(r).await).await;
-                ensure(!matches!(answer, Ok(_)), || {
-                    format!("kill succeeded: {answer:?}")
-                })?;
+                ensure(answer.is_err(), || format!("kill succeeded: {answer:?}"))?;
                 let attempts: Vec<&String> = calls
                     .iter()
                     .filter(|call| call.contains("-remove "))
