@@ -1,12 +1,16 @@
 //! Guest SDK for `oac:sandbox-provider` components.
 //!
-//! A provider is a Rust type implementing one trait per exported interface
-//! (no trait has default bodies: every operation's decision is written by
-//! the adapter), exported with [`export_provider!`], and compiled with
-//! `cargo build --target wasm32-wasip2`.
+//! An adapter is a Rust type implementing the traits of [`guest`] for the
+//! operations it supports, exported with [`export_provider!`], which also
+//! names every group it does not support with a reason: the SDK answers
+//! those (`unsupported`, before any of the adapter's code runs) and builds
+//! the declaration from the same list. Compile it with
+//! `cargo build --target wasm32-wasip2`. Every call runs in a fresh
+//! instance; the host brokers everything native through the capability
+//! clients of [`capability`].
 //!
 //! A complete minimal adapter (it is `plugins/minimal`, built by
-//! `cargo xtask build-plugins` and loaded by the host's tests):
+//! `cargo xtask build-plugins` in CI and loaded by the host's tests):
 //!
 //! ```text
 #![doc = include_str!("../../plugins/minimal/src/lib.rs")]
@@ -14,9 +18,9 @@
 //!
 //! `plugins/` in this repository holds complete adapters built this way.
 
-mod adapter;
 pub mod capability;
-pub mod declaration;
+mod export;
+pub mod guest;
 
 /// Generated bindings. Not part of the public API: use the re-exports.
 #[doc(hidden)]
@@ -33,10 +37,12 @@ pub mod __bindings {
 }
 
 #[doc(hidden)]
-pub use adapter::Adapter as __Adapter;
+pub use export::{Group as __Group, declarations as __declarations};
+#[doc(hidden)]
+pub use oac_contract as __contract;
 
 /// Contract version this SDK implements; stamped into every component.
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = oac_contract::VERSION;
 
 /// Value types of the contract.
 pub mod types {
@@ -64,39 +70,13 @@ pub mod types {
 
 /// Bounds of the contract, as enforced by the host.
 pub mod bounds {
-    /// Maximum bytes per command output stream.
-    pub const MAX_OUTPUT_BYTES: u32 = 1024 * 1024;
-    /// Maximum command stdin bytes.
-    pub const MAX_STDIN_BYTES: u64 = 50 * 1024 * 1024 + 32;
-    /// Maximum targets in one batch observation.
-    pub const MAX_BATCH_TARGETS: usize = 100;
+    pub use oac_contract::bounds::*;
 }
-
-/// The traits an adapter implements, one per exported interface.
-pub mod traits;
 
 /// Everything an adapter usually needs.
 pub mod prelude {
     pub use crate::capability::{context, docker, http, log};
-    pub use crate::declaration::{
-        CHECKPOINT_OPERATIONS, OPTIONAL_OPERATIONS, READINESS_OPERATIONS, REQUIRED_OPERATIONS,
-        Unsupported, supported, unsupported,
-    };
-    pub use crate::traits::*;
+    pub use crate::export_provider;
+    pub use crate::guest::*;
     pub use crate::types::*;
-}
-
-/// Export a type implementing every trait in [`traits`] as the component's
-/// provider, and stamp the contract version into the component.
-#[macro_export]
-macro_rules! export_provider {
-    ($provider:ty) => {
-        type __OacProviderAdapter = $crate::__Adapter<$provider>;
-        $crate::__bindings::__export_provider_world!(
-            __OacProviderAdapter with_types_in $crate::__bindings
-        );
-        #[unsafe(link_section = "oac:contract-version")]
-        #[used]
-        static __OAC_CONTRACT_VERSION: [u8; 5] = *b"0.1.0";
-    };
 }

@@ -55,13 +55,22 @@ mod tests {
 
     #[test]
     fn a_valid_configuration_decodes() {
-        assert_eq!(NodeConfiguration::parse("{}"), Ok(NodeConfiguration::default()));
+        assert_eq!(
+            NodeConfiguration::parse("{}"),
+            Ok(NodeConfiguration::default())
+        );
         let parsed =
             NodeConfiguration::parse(r#"{"extra_hosts":["core.internal:10.0.0.1","v6:fd00::1"]}"#)
                 .expect("valid");
         let hosts = parsed.hosts().expect("hosts");
-        assert_eq!((hosts[0].name.as_str(), hosts[0].address.as_str()), ("core.internal", "10.0.0.1"));
-        assert_eq!((hosts[1].name.as_str(), hosts[1].address.as_str()), ("v6", "fd00::1"));
+        assert_eq!(
+            (hosts[0].name.as_str(), hosts[0].address.as_str()),
+            ("core.internal", "10.0.0.1")
+        );
+        assert_eq!(
+            (hosts[1].name.as_str(), hosts[1].address.as_str()),
+            ("v6", "fd00::1")
+        );
     }
 
     #[test]

@@ -10,20 +10,9 @@ use oac_provider_sdk::capability::docker::{
 };
 use oac_provider_sdk::prelude::*;
 
-/// The provider; every trait of the SDK is implemented for it.
+/// The provider: it supports the required operations, observation and
+/// its (empty) public configuration; `lib.rs` declares the rest.
 pub struct DockerProvider;
-
-const NO_CHECKPOINT: &str = "docker_does_not_support_checkpoints";
-const NO_BATCH: Unsupported =
-    Unsupported::new("observe-batch", "docker_observes_one_allocation_at_a_time");
-const NO_SELECTION: Unsupported =
-    Unsupported::new("discover-selection", "node_configuration_has_no_catalog");
-const NO_VERIFY: Unsupported = Unsupported::new("verify-credential", "credentials_not_required");
-const NO_CREDENTIAL: Unsupported = Unsupported::new("with-credential", "credentials_not_required");
-const NO_DISCOVERY: Unsupported = Unsupported::new(
-    "discover-configuration",
-    "node_configuration_has_no_catalog",
-);
 
 /// Everything one call needs: the configuration and the allocation's names.
 struct Call {
@@ -243,7 +232,7 @@ fn observe(of: Target) -> Result<Sample, Error> {
     })
 }
 
-impl SandboxProvider for DockerProvider {
+impl Sandbox for DockerProvider {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
         create(request)
     }
@@ -262,64 +251,9 @@ impl SandboxProvider for DockerProvider {
     }
 }
 
-fn no_checkpoint(operation: &str) -> Error {
-    Error::Unsupported(UnsupportedOperation {
-        operation: operation.into(),
-        reason: NO_CHECKPOINT.into(),
-    })
-}
-
-impl CheckpointProvider for DockerProvider {
-    fn initial(_: Reference) -> Result<Compute, Error> {
-        Err(no_checkpoint("initial"))
-    }
-    fn new_compute(_: Reference, _: u64) -> Result<Compute, Error> {
-        Err(no_checkpoint("new-compute"))
-    }
-    fn get_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
-        Err(no_checkpoint("get-compute"))
-    }
-    fn suspend(_: SuspendRequest) -> Result<SnapshotIdentity, Error> {
-        Err(no_checkpoint("suspend"))
-    }
-    fn resume(_: ResumeRequest) -> Result<Compute, Error> {
-        Err(no_checkpoint("resume"))
-    }
-    fn resume_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
-        Err(no_checkpoint("resume-compute"))
-    }
-    fn kill_compute(_: Reference, _: Compute) -> Result<(), Error> {
-        Err(no_checkpoint("kill-compute"))
-    }
-    fn delete_snapshot(_: Reference, _: SnapshotIdentity) -> Result<(), Error> {
-        Err(no_checkpoint("delete-snapshot"))
-    }
-    fn run_command_compute(_: Reference, _: Compute, _: Command) -> Result<CommandResult, Error> {
-        Err(no_checkpoint("run-command-compute"))
-    }
-}
-
-impl ObservationSource for DockerProvider {
+impl Observe for DockerProvider {
     fn observe(of: Target) -> Result<Sample, Error> {
         observe(of)
-    }
-}
-
-impl BatchObservationSource for DockerProvider {
-    fn observe_batch(_: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
-        Err(NO_BATCH.into())
-    }
-}
-
-impl SelectionDiscoverer for DockerProvider {
-    fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
-        Err(NO_SELECTION.into())
-    }
-}
-
-impl CredentialVerifier for DockerProvider {
-    fn verify_credential(_: String) -> Result<(), Error> {
-        Err(NO_VERIFY.into())
     }
 }
 
@@ -331,13 +265,7 @@ fn empty_object(text: &str) -> Result<String, Error> {
     }
 }
 
-impl ConfigurationAdapter for DockerProvider {
-    fn requirements() -> ConfigurationRequirements {
-        ConfigurationRequirements {
-            credential: Requirement::NotRequired,
-            public_origin: Requirement::NotRequired,
-        }
-    }
+impl Configuration for DockerProvider {
     fn decode_input(input: String) -> Result<String, Error> {
         empty_object(&input)
     }
@@ -356,12 +284,6 @@ impl ConfigurationAdapter for DockerProvider {
     }
     fn equal(left: String, right: String) -> Result<bool, Error> {
         Ok(empty_object(&left)? == empty_object(&right)?)
-    }
-    fn with_credential(_: String, _: String) -> Result<String, Error> {
-        Err(NO_CREDENTIAL.into())
-    }
-    fn discover_configuration() -> Result<Vec<String>, Error> {
-        Err(NO_DISCOVERY.into())
     }
 }
 
@@ -401,34 +323,6 @@ impl Readiness for DockerProvider {
     }
 }
 
-impl Declarations for DockerProvider {
-    fn operations() -> Vec<OperationDeclaration> {
-        let mut all = supported(&REQUIRED_OPERATIONS);
-        all.extend(supported(&READINESS_OPERATIONS));
-        all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
-        all.extend(supported(&["observe"]));
-        for decision in [
-            NO_BATCH,
-            NO_SELECTION,
-            NO_VERIFY,
-            NO_CREDENTIAL,
-            NO_DISCOVERY,
-        ] {
-            all.push(decision.declaration());
-        }
-        all.extend(supported(&[
-            "requirements",
-            "decode-input",
-            "encode",
-            "decode",
-            "normalize",
-            "resolve-change",
-            "equal",
-        ]));
-        all
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,19 +341,5 @@ mod tests {
         ] {
             assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn every_exported_operation_is_declared_once() {
-        let declared = DockerProvider::operations();
-        let mut names: Vec<&str> = declared
-            .iter()
-            .map(|entry| entry.operation.as_str())
-            .collect();
-        names.sort();
-        let before = names.len();
-        names.dedup();
-        assert_eq!(before, names.len(), "no duplicates");
-        assert_eq!(names.len(), 28);
     }
 }

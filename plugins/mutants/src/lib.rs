@@ -21,12 +21,29 @@ mod provider;
 #[path = "../../docker/src/spec.rs"]
 mod spec;
 
+use oac_provider_sdk::__bindings::exports::oac::sandbox_provider as exports;
+use oac_provider_sdk::__contract::Operation;
 use oac_provider_sdk::prelude::*;
 use provider::DockerProvider as Real;
 
+/// The adapter with one rule broken. It speaks the raw contract (the
+/// generated export traits) rather than through `export_provider!`, because
+/// the SDK makes some of these mistakes impossible to write.
 struct Mutant;
 
-impl SandboxProvider for Mutant {
+const NO_CHECKPOINT: &str = "docker_does_not_support_checkpoints";
+const NO_BATCH: &str = "docker_observes_one_allocation_at_a_time";
+const NO_CATALOG: &str = "node_configuration_has_no_catalog";
+const NO_CREDENTIAL: &str = "credentials_not_required";
+
+fn unsupported(operation: Operation, reason: &str) -> Error {
+    Error::Unsupported(UnsupportedOperation {
+        operation: operation.name().into(),
+        reason: reason.into(),
+    })
+}
+
+impl exports::sandbox_provider::Guest for Mutant {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
         #[cfg(feature = "leak-secret")]
         log::emit(
@@ -77,69 +94,68 @@ impl SandboxProvider for Mutant {
     }
 }
 
-impl CheckpointProvider for Mutant {
-    fn initial(allocation: Reference) -> Result<Compute, Error> {
-        Real::initial(allocation)
+impl exports::checkpoint_provider::Guest for Mutant {
+    fn initial(_: Reference) -> Result<Compute, Error> {
+        Err(unsupported(Operation::Initial, NO_CHECKPOINT))
     }
-    fn new_compute(allocation: Reference, generation: u64) -> Result<Compute, Error> {
-        Real::new_compute(allocation, generation)
+    fn new_compute(_: Reference, _: u64) -> Result<Compute, Error> {
+        Err(unsupported(Operation::NewCompute, NO_CHECKPOINT))
     }
-    fn get_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error> {
-        Real::get_compute(allocation, incarnation)
+    fn get_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
+        Err(unsupported(Operation::GetCompute, NO_CHECKPOINT))
     }
-    fn suspend(request: SuspendRequest) -> Result<SnapshotIdentity, Error> {
-        Real::suspend(request)
+    fn suspend(_: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+        Err(unsupported(Operation::Suspend, NO_CHECKPOINT))
     }
-    fn resume(request: ResumeRequest) -> Result<Compute, Error> {
-        Real::resume(request)
+    fn resume(_: ResumeRequest) -> Result<Compute, Error> {
+        Err(unsupported(Operation::Resume, NO_CHECKPOINT))
     }
-    fn resume_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error> {
-        Real::resume_compute(allocation, incarnation)
+    fn resume_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
+        Err(unsupported(Operation::ResumeCompute, NO_CHECKPOINT))
     }
-    fn kill_compute(allocation: Reference, incarnation: Compute) -> Result<(), Error> {
-        Real::kill_compute(allocation, incarnation)
+    fn kill_compute(_: Reference, _: Compute) -> Result<(), Error> {
+        Err(unsupported(Operation::KillCompute, NO_CHECKPOINT))
     }
-    fn delete_snapshot(allocation: Reference, snapshot: SnapshotIdentity) -> Result<(), Error> {
-        Real::delete_snapshot(allocation, snapshot)
+    fn delete_snapshot(_: Reference, _: SnapshotIdentity) -> Result<(), Error> {
+        Err(unsupported(Operation::DeleteSnapshot, NO_CHECKPOINT))
     }
-    fn run_command_compute(
-        allocation: Reference,
-        incarnation: Compute,
-        request: Command,
-    ) -> Result<CommandResult, Error> {
-        Real::run_command_compute(allocation, incarnation, request)
+    fn run_command_compute(_: Reference, _: Compute, _: Command) -> Result<CommandResult, Error> {
+        Err(unsupported(Operation::RunCommandCompute, NO_CHECKPOINT))
     }
 }
 
-impl ObservationSource for Mutant {
+impl exports::observation_source::Guest for Mutant {
     fn observe(of: Target) -> Result<Sample, Error> {
         Real::observe(of)
     }
 }
 
-impl BatchObservationSource for Mutant {
-    fn observe_batch(targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
+impl exports::batch_observation_source::Guest for Mutant {
+    fn observe_batch(_: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
         #[cfg(feature = "io-before-unsupported")]
         let _ = docker::version();
-        Real::observe_batch(targets)
+        Err(unsupported(Operation::ObserveBatch, NO_BATCH))
     }
 }
 
-impl SelectionDiscoverer for Mutant {
+impl exports::selection_discoverer::Guest for Mutant {
     fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
-        Real::discover_selection()
+        Err(unsupported(Operation::DiscoverSelection, NO_CATALOG))
     }
 }
 
-impl CredentialVerifier for Mutant {
-    fn verify_credential(credential: String) -> Result<(), Error> {
-        Real::verify_credential(credential)
+impl exports::credential_verifier::Guest for Mutant {
+    fn verify_credential(_: String) -> Result<(), Error> {
+        Err(unsupported(Operation::VerifyCredential, NO_CREDENTIAL))
     }
 }
 
-impl ConfigurationAdapter for Mutant {
+impl exports::configuration_adapter::Guest for Mutant {
     fn requirements() -> ConfigurationRequirements {
-        Real::requirements()
+        ConfigurationRequirements {
+            credential: Requirement::NotRequired,
+            public_origin: Requirement::NotRequired,
+        }
     }
     fn decode_input(input: String) -> Result<String, Error> {
         Real::decode_input(input)
@@ -159,24 +175,41 @@ impl ConfigurationAdapter for Mutant {
     fn equal(left: String, right: String) -> Result<bool, Error> {
         Real::equal(left, right)
     }
-    fn with_credential(configuration: String, credential: String) -> Result<String, Error> {
-        Real::with_credential(configuration, credential)
+    fn with_credential(_: String, _: String) -> Result<String, Error> {
+        Err(unsupported(Operation::WithCredential, NO_CREDENTIAL))
     }
     fn discover_configuration() -> Result<Vec<String>, Error> {
-        Real::discover_configuration()
+        Err(unsupported(Operation::DiscoverConfiguration, NO_CATALOG))
     }
 }
 
-impl Readiness for Mutant {
+impl exports::readiness::Guest for Mutant {
     fn probe() -> Vec<Diagnostic> {
         Real::probe()
     }
 }
 
-impl Declarations for Mutant {
+impl exports::declarations::Guest for Mutant {
     fn operations() -> Vec<OperationDeclaration> {
-        Real::operations()
+        use oac_provider_sdk::__Group as G;
+        oac_provider_sdk::__declarations(&[
+            (G::Checkpoint, Some(NO_CHECKPOINT)),
+            (G::Observe, None),
+            (G::ObserveBatch, Some(NO_BATCH)),
+            (G::DiscoverSelection, Some(NO_CATALOG)),
+            (G::VerifyCredential, Some(NO_CREDENTIAL)),
+            (G::Configuration, None),
+            (G::WithCredential, Some(NO_CREDENTIAL)),
+            (G::DiscoverConfiguration, Some(NO_CATALOG)),
+        ])
     }
 }
 
-oac_provider_sdk::export_provider!(Mutant);
+oac_provider_sdk::__bindings::__export_provider_world!(
+    Mutant with_types_in oac_provider_sdk::__bindings
+);
+
+#[unsafe(link_section = "oac:contract-version")]
+#[used]
+static CONTRACT_VERSION: [u8; oac_provider_sdk::__contract::VERSION.len()] =
+    oac_provider_sdk::__contract::VERSION_STAMP;

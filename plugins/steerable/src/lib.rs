@@ -19,6 +19,8 @@
 //! answers with a 5 MiB provider id, larger than any transport frame;
 //! `unready` makes the readiness probe report two diagnostics.
 
+use oac_provider_sdk::__bindings::exports::oac::sandbox_provider as exports;
+use oac_provider_sdk::__contract::{Interface, Operation};
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
 
@@ -60,7 +62,9 @@ const NO_CHECKPOINT: &str = "steerable_has_no_checkpoints";
 const NO_OBSERVATION: &str = "steerable_has_no_observation";
 
 fn reasoned(operation: &str) -> Error {
-    let reason = if CHECKPOINT_OPERATIONS.contains(&operation) {
+    let checkpoint = Operation::from_name(operation)
+        .is_some_and(|op| op.interface() == Interface::CheckpointProvider);
+    let reason = if checkpoint {
         NO_CHECKPOINT
     } else {
         NO_OBSERVATION
@@ -71,19 +75,37 @@ fn reasoned(operation: &str) -> Error {
     })
 }
 
-fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
-    let mut all = supported(&REQUIRED_OPERATIONS);
-    all.extend(supported(&READINESS_OPERATIONS));
-    if checkpoint {
-        all.extend(supported(&CHECKPOINT_OPERATIONS));
-    } else {
-        all.extend(unsupported(&CHECKPOINT_OPERATIONS, NO_CHECKPOINT));
+fn entry(operation: &str, support: Support) -> OperationDeclaration {
+    OperationDeclaration {
+        operation: operation.into(),
+        support,
     }
-    all.extend(unsupported(&OPTIONAL_OPERATIONS, NO_OBSERVATION));
-    all.extend(supported(
-        &oac_provider_sdk::declaration::CONFIGURATION_OPERATIONS,
-    ));
-    all
+}
+
+/// Every operation: the required five, the probe and the configuration
+/// adapter supported; observation, discovery and verification unsupported;
+/// checkpoint as asked.
+fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
+    use Operation::*;
+    Operation::ALL
+        .iter()
+        .map(|operation| {
+            let support = match operation {
+                _ if operation.interface() == Interface::CheckpointProvider => {
+                    if checkpoint {
+                        Support::Supported
+                    } else {
+                        Support::Unsupported(NO_CHECKPOINT.into())
+                    }
+                }
+                Observe | ObserveBatch | DiscoverSelection | VerifyCredential => {
+                    Support::Unsupported(NO_OBSERVATION.into())
+                }
+                _ => Support::Supported,
+            };
+            entry(operation.name(), support)
+        })
+        .collect()
 }
 
 fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
@@ -92,7 +114,7 @@ fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
     }
 }
 
-impl Readiness for Steerable {
+impl exports::readiness::Guest for Steerable {
     fn probe() -> Vec<Diagnostic> {
         match steering().action.as_str() {
             "unready" => vec![
@@ -104,14 +126,14 @@ impl Readiness for Steerable {
     }
 }
 
-impl Declarations for Steerable {
+impl exports::declarations::Guest for Steerable {
     fn operations() -> Vec<OperationDeclaration> {
         let steering = steering();
         let mut all = valid_declaration(steering.declaration == "checkpoint");
         match steering.declaration.as_str() {
             "missing-op" => all.retain(|entry| entry.operation != "kill-compute"),
-            "unknown-op" => all.extend(supported(&["teleport"])),
-            "duplicate" => all.extend(supported(&["get-info"])),
+            "unknown-op" => all.push(entry("teleport", Support::Supported)),
+            "duplicate" => all.push(entry("get-info", Support::Supported)),
             "required-unsupported" => {
                 set(&mut all, "renew", Support::Unsupported("no_renew".into()))
             }
@@ -340,7 +362,7 @@ fn steered_failure(action: &str, allocation: Reference) -> Option<Failure> {
     })
 }
 
-impl SandboxProvider for Steerable {
+impl exports::sandbox_provider::Guest for Steerable {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
         if let Some(failure) = steered_failure(&steering().action, request.reference.clone()) {
             return Err(failure);
@@ -368,7 +390,7 @@ impl SandboxProvider for Steerable {
     }
 }
 
-impl CheckpointProvider for Steerable {
+impl exports::checkpoint_provider::Guest for Steerable {
     fn initial(_allocation: Reference) -> Result<Compute, Error> {
         Err(reasoned("initial"))
     }
@@ -405,31 +427,31 @@ impl CheckpointProvider for Steerable {
     }
 }
 
-impl ObservationSource for Steerable {
+impl exports::observation_source::Guest for Steerable {
     fn observe(_of: Target) -> Result<Sample, Error> {
         Err(reasoned("observe"))
     }
 }
 
-impl BatchObservationSource for Steerable {
+impl exports::batch_observation_source::Guest for Steerable {
     fn observe_batch(_targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
         Err(reasoned("observe-batch"))
     }
 }
 
-impl SelectionDiscoverer for Steerable {
+impl exports::selection_discoverer::Guest for Steerable {
     fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
         Err(reasoned("discover-selection"))
     }
 }
 
-impl CredentialVerifier for Steerable {
+impl exports::credential_verifier::Guest for Steerable {
     fn verify_credential(_credential: String) -> Result<(), Error> {
         Err(reasoned("verify-credential"))
     }
 }
 
-impl ConfigurationAdapter for Steerable {
+impl exports::configuration_adapter::Guest for Steerable {
     fn requirements() -> ConfigurationRequirements {
         ConfigurationRequirements {
             credential: Requirement::NotRequired,
@@ -462,4 +484,13 @@ impl ConfigurationAdapter for Steerable {
     }
 }
 
-oac_provider_sdk::export_provider!(Steerable);
+// A test component speaks the raw contract: it must be able to declare
+// what the SDK would never let an adapter declare.
+oac_provider_sdk::__bindings::__export_provider_world!(
+    Steerable with_types_in oac_provider_sdk::__bindings
+);
+
+#[unsafe(link_section = "oac:contract-version")]
+#[used]
+static CONTRACT_VERSION: [u8; oac_provider_sdk::__contract::VERSION.len()] =
+    oac_provider_sdk::__contract::VERSION_STAMP;

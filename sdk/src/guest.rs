@@ -1,10 +1,16 @@
-//! One trait per exported interface. None has default bodies: an adapter
-//! writes every decision, including each `unsupported` answer.
+//! What an adapter implements: one trait per group of operations it
+//! supports, and nothing for a group it declares unsupported in
+//! [`crate::export_provider!`]. No trait has default bodies.
+//!
+//! These are the *guest's* traits: the component answers one call through
+//! them. Every call runs in a fresh instance of the component, so nothing
+//! (a static, a cache, a connection) outlives it; the host, not the adapter,
+//! keeps time, memory and every native resource in bounds.
 
 use crate::types::*;
 
 /// The five required operations.
-pub trait SandboxProvider {
+pub trait Sandbox {
     /// Create compute and start the Runtime daemon; never replay on failure.
     fn create(request: Bootstrap) -> Result<Info, Failure>;
     /// Observe the allocation.
@@ -17,8 +23,14 @@ pub trait SandboxProvider {
     fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error>;
 }
 
-/// Suspend/resume through exact incarnations (all nine or none).
-pub trait CheckpointProvider {
+/// The construction probe behind readiness (always supported: it cannot fail).
+pub trait Readiness {
+    /// Every problem found; empty when ready. Observes only.
+    fn probe() -> Vec<Diagnostic>;
+}
+
+/// Suspend and resume through exact incarnations (all nine, or none).
+pub trait Checkpoint {
     /// First incarnation.
     fn initial(allocation: Reference) -> Result<Compute, Error>;
     /// Identity of the incarnation after `generation`.
@@ -44,33 +56,31 @@ pub trait CheckpointProvider {
 }
 
 /// Observation of one allocation.
-pub trait ObservationSource {
+pub trait Observe {
     /// One sample.
     fn observe(of: Target) -> Result<Sample, Error>;
 }
 
-/// Observation of many allocations.
-pub trait BatchObservationSource {
+/// Observation of many allocations (only with [`Observe`]).
+pub trait ObserveBatch {
     /// One result per target, in order.
     fn observe_batch(targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error>;
 }
 
 /// Selection discovery.
-pub trait SelectionDiscoverer {
+pub trait DiscoverSelection {
     /// Options reachable with the installation's credential.
     fn discover_selection() -> Result<Vec<SelectionOption>, Error>;
 }
 
 /// Credential verification.
-pub trait CredentialVerifier {
+pub trait VerifyCredential {
     /// Ok when the vendor accepts the credential.
     fn verify_credential(credential: String) -> Result<(), Error>;
 }
 
-/// Public configuration handling.
-pub trait ConfigurationAdapter {
-    /// Static requirements.
-    fn requirements() -> ConfigurationRequirements;
+/// The kind's public configuration (JSON text; errors never echo input).
+pub trait Configuration {
     /// Strictly decode operator input.
     fn decode_input(input: String) -> Result<String, Error>;
     /// Encode for storage.
@@ -83,47 +93,16 @@ pub trait ConfigurationAdapter {
     fn resolve_change(current: String, proposed: String) -> Result<String, Error>;
     /// Compare after normalisation.
     fn equal(left: String, right: String) -> Result<bool, Error>;
-    /// Attach a credential.
+}
+
+/// Attaching a credential to a configuration.
+pub trait WithCredential {
+    /// The configuration with `credential` attached.
     fn with_credential(configuration: String, credential: String) -> Result<String, Error>;
-    /// Discover configurations from the vendor.
+}
+
+/// Discovering configurations from the vendor.
+pub trait DiscoverConfiguration {
+    /// Configurations discoverable with the installation's credential.
     fn discover_configuration() -> Result<Vec<String>, Error>;
-}
-
-/// The construction probe behind readiness.
-pub trait Readiness {
-    /// Every problem found; empty when ready. Observes only.
-    fn probe() -> Vec<Diagnostic>;
-}
-
-/// The explicit decision for every exported operation.
-pub trait Declarations {
-    /// Every operation exactly once.
-    fn operations() -> Vec<OperationDeclaration>;
-}
-
-/// Everything a provider implements; [`crate::export_provider!`] needs it.
-pub trait Provider:
-    SandboxProvider
-    + CheckpointProvider
-    + ObservationSource
-    + BatchObservationSource
-    + SelectionDiscoverer
-    + CredentialVerifier
-    + ConfigurationAdapter
-    + Readiness
-    + Declarations
-{
-}
-
-impl<T> Provider for T where
-    T: SandboxProvider
-        + CheckpointProvider
-        + ObservationSource
-        + BatchObservationSource
-        + SelectionDiscoverer
-        + CredentialVerifier
-        + ConfigurationAdapter
-        + Readiness
-        + Declarations
-{
 }

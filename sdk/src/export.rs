@@ -1,0 +1,431 @@
+//! [`crate::export_provider!`]: the adapter's written decisions become the
+//! component's exports, its declaration and its `unsupported` answers, all
+//! from the one list in the macro invocation.
+
+use crate::types::{OperationDeclaration, Support};
+use oac_contract::{Interface, Operation};
+
+/// Exports `$provider` as the component's provider and stamps the contract
+/// version into the component.
+///
+/// Every group of optional operations is named, in this order, with either
+/// `supported` (the adapter implements that group's trait from
+/// [`crate::guest`]) or a reason code (`^[a-z][a-z0-9_]{0,95}$`, checked at
+/// compile time): the component then answers each of the group's operations
+/// `unsupported(operation, reason)` without running any code of the
+/// adapter, and declares them so. The required operations
+/// ([`crate::guest::Sandbox`]) and the readiness probe
+/// ([`crate::guest::Readiness`]) are always implemented; the configuration
+/// requirements are static and written here.
+///
+/// ```text
+/// export_provider!(MyProvider {
+///     requirements: { credential: Required, public_origin: NotRequired },
+///     checkpoint: "vendor_has_no_snapshots",
+///     observe: supported,
+///     observe_batch: "vendor_observes_one_sandbox_at_a_time",
+///     discover_selection: supported,
+///     verify_credential: supported,
+///     configuration: supported,
+///     with_credential: supported,
+///     discover_configuration: "vendor_has_no_catalog",
+/// });
+/// ```
+#[macro_export]
+macro_rules! export_provider {
+    ($provider:ty {
+        requirements: { credential: $credential:ident, public_origin: $origin:ident $(,)? },
+        checkpoint: $checkpoint:tt,
+        observe: $observe:tt,
+        observe_batch: $batch:tt,
+        discover_selection: $selection:tt,
+        verify_credential: $verify:tt,
+        configuration: $configuration:tt,
+        with_credential: $credential_group:tt,
+        discover_configuration: $discovery:tt $(,)?
+    }) => {
+        const _: () = {
+            use $crate::__bindings::exports::oac::sandbox_provider as exports;
+            use $crate::guest;
+            use $crate::types::*;
+
+            /// The component's exports, answering for the adapter.
+            pub struct OacExports;
+
+            impl exports::sandbox_provider::Guest for OacExports {
+                fn create(request: Bootstrap) -> Result<Info, Failure> {
+                    <$provider as guest::Sandbox>::create(request)
+                }
+                fn get_info(allocation: Reference) -> Result<Info, Error> {
+                    <$provider as guest::Sandbox>::get_info(allocation)
+                }
+                fn renew(allocation: Reference) -> Result<Info, Failure> {
+                    <$provider as guest::Sandbox>::renew(allocation)
+                }
+                fn kill(allocation: Reference) -> Result<Info, Failure> {
+                    <$provider as guest::Sandbox>::kill(allocation)
+                }
+                fn run_command(
+                    allocation: Reference,
+                    request: Command,
+                ) -> Result<CommandResult, Error> {
+                    <$provider as guest::Sandbox>::run_command(allocation, request)
+                }
+            }
+
+            impl exports::readiness::Guest for OacExports {
+                fn probe() -> Vec<Diagnostic> {
+                    <$provider as guest::Readiness>::probe()
+                }
+            }
+
+            impl exports::checkpoint_provider::Guest for OacExports {
+                fn initial(_allocation: Reference) -> Result<Compute, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        Initial,
+                        <$provider as guest::Checkpoint>::initial(_allocation)
+                    )
+                }
+                fn new_compute(_allocation: Reference, _generation: u64) -> Result<Compute, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        NewCompute,
+                        <$provider as guest::Checkpoint>::new_compute(_allocation, _generation)
+                    )
+                }
+                fn get_compute(
+                    _allocation: Reference,
+                    _incarnation: Compute,
+                ) -> Result<ComputeState, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        GetCompute,
+                        <$provider as guest::Checkpoint>::get_compute(_allocation, _incarnation)
+                    )
+                }
+                fn suspend(_request: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        Suspend,
+                        <$provider as guest::Checkpoint>::suspend(_request)
+                    )
+                }
+                fn resume(_request: ResumeRequest) -> Result<Compute, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        Resume,
+                        <$provider as guest::Checkpoint>::resume(_request)
+                    )
+                }
+                fn resume_compute(
+                    _allocation: Reference,
+                    _incarnation: Compute,
+                ) -> Result<ComputeState, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        ResumeCompute,
+                        <$provider as guest::Checkpoint>::resume_compute(_allocation, _incarnation)
+                    )
+                }
+                fn kill_compute(
+                    _allocation: Reference,
+                    _incarnation: Compute,
+                ) -> Result<(), Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        KillCompute,
+                        <$provider as guest::Checkpoint>::kill_compute(_allocation, _incarnation)
+                    )
+                }
+                fn delete_snapshot(
+                    _allocation: Reference,
+                    _snapshot: SnapshotIdentity,
+                ) -> Result<(), Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        DeleteSnapshot,
+                        <$provider as guest::Checkpoint>::delete_snapshot(_allocation, _snapshot)
+                    )
+                }
+                fn run_command_compute(
+                    _allocation: Reference,
+                    _incarnation: Compute,
+                    _request: Command,
+                ) -> Result<CommandResult, Error> {
+                    $crate::__answer!(
+                        $checkpoint,
+                        RunCommandCompute,
+                        <$provider as guest::Checkpoint>::run_command_compute(
+                            _allocation,
+                            _incarnation,
+                            _request
+                        )
+                    )
+                }
+            }
+
+            impl exports::observation_source::Guest for OacExports {
+                fn observe(_of: Target) -> Result<Sample, Error> {
+                    $crate::__answer!(
+                        $observe,
+                        Observe,
+                        <$provider as guest::Observe>::observe(_of)
+                    )
+                }
+            }
+
+            impl exports::batch_observation_source::Guest for OacExports {
+                fn observe_batch(
+                    _targets: Vec<Target>,
+                ) -> Result<Vec<Result<Sample, Error>>, Error> {
+                    $crate::__answer!(
+                        $batch,
+                        ObserveBatch,
+                        <$provider as guest::ObserveBatch>::observe_batch(_targets)
+                    )
+                }
+            }
+
+            impl exports::selection_discoverer::Guest for OacExports {
+                fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
+                    $crate::__answer!(
+                        $selection,
+                        DiscoverSelection,
+                        <$provider as guest::DiscoverSelection>::discover_selection()
+                    )
+                }
+            }
+
+            impl exports::credential_verifier::Guest for OacExports {
+                fn verify_credential(_credential: String) -> Result<(), Error> {
+                    $crate::__answer!(
+                        $verify,
+                        VerifyCredential,
+                        <$provider as guest::VerifyCredential>::verify_credential(_credential)
+                    )
+                }
+            }
+
+            impl exports::configuration_adapter::Guest for OacExports {
+                fn requirements() -> ConfigurationRequirements {
+                    ConfigurationRequirements {
+                        credential: Requirement::$credential,
+                        public_origin: Requirement::$origin,
+                    }
+                }
+                fn decode_input(_input: String) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        DecodeInput,
+                        <$provider as guest::Configuration>::decode_input(_input)
+                    )
+                }
+                fn encode(_configuration: String) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Encode,
+                        <$provider as guest::Configuration>::encode(_configuration)
+                    )
+                }
+                fn decode(_stored: String) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Decode,
+                        <$provider as guest::Configuration>::decode(_stored)
+                    )
+                }
+                fn normalize(_configuration: String) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Normalize,
+                        <$provider as guest::Configuration>::normalize(_configuration)
+                    )
+                }
+                fn resolve_change(_current: String, _proposed: String) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        ResolveChange,
+                        <$provider as guest::Configuration>::resolve_change(_current, _proposed)
+                    )
+                }
+                fn equal(_left: String, _right: String) -> Result<bool, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Equal,
+                        <$provider as guest::Configuration>::equal(_left, _right)
+                    )
+                }
+                fn with_credential(
+                    _configuration: String,
+                    _credential: String,
+                ) -> Result<String, Error> {
+                    $crate::__answer!(
+                        $credential_group,
+                        WithCredential,
+                        <$provider as guest::WithCredential>::with_credential(
+                            _configuration,
+                            _credential
+                        )
+                    )
+                }
+                fn discover_configuration() -> Result<Vec<String>, Error> {
+                    $crate::__answer!(
+                        $discovery,
+                        DiscoverConfiguration,
+                        <$provider as guest::DiscoverConfiguration>::discover_configuration()
+                    )
+                }
+            }
+
+            impl exports::declarations::Guest for OacExports {
+                fn operations() -> Vec<OperationDeclaration> {
+                    use $crate::__Group as G;
+                    $crate::__declarations(&[
+                        (G::Checkpoint, $crate::__decision!($checkpoint)),
+                        (G::Observe, $crate::__decision!($observe)),
+                        (G::ObserveBatch, $crate::__decision!($batch)),
+                        (G::DiscoverSelection, $crate::__decision!($selection)),
+                        (G::VerifyCredential, $crate::__decision!($verify)),
+                        (G::Configuration, $crate::__decision!($configuration)),
+                        (G::WithCredential, $crate::__decision!($credential_group)),
+                        (G::DiscoverConfiguration, $crate::__decision!($discovery)),
+                    ])
+                }
+            }
+
+            $crate::__bindings::__export_provider_world!(
+                OacExports with_types_in $crate::__bindings
+            );
+        };
+
+        #[unsafe(link_section = "oac:contract-version")]
+        #[used]
+        static __OAC_CONTRACT_VERSION: [u8; $crate::__contract::VERSION.len()] =
+            $crate::__contract::VERSION_STAMP;
+    };
+}
+
+/// One operation's answer: the adapter's call when the group is supported;
+/// `unsupported(operation, reason)` otherwise (the call is never compiled).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __answer {
+    (supported, $operation:ident, $call:expr) => {
+        $call
+    };
+    ($reason:literal, $operation:ident, $call:expr) => {{
+        const _: () = assert!(
+            $crate::__contract::is_valid_reason($reason),
+            "a reason code matches ^[a-z][a-z0-9_]{{0,95}}$"
+        );
+        Err($crate::types::Error::Unsupported(
+            $crate::types::UnsupportedOperation {
+                operation: $crate::__contract::Operation::$operation.name().into(),
+                reason: $reason.into(),
+            },
+        ))
+    }};
+}
+
+/// A group's decision: `supported` or its reason.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __decision {
+    (supported) => {
+        None
+    };
+    ($reason:literal) => {
+        Some($reason)
+    };
+}
+
+/// The groups of optional operations an adapter decides on.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Checkpoint,
+    Observe,
+    ObserveBatch,
+    DiscoverSelection,
+    VerifyCredential,
+    Configuration,
+    WithCredential,
+    DiscoverConfiguration,
+}
+
+impl Group {
+    /// Whether `operation` belongs to this group.
+    fn contains(self, operation: Operation) -> bool {
+        use Operation::*;
+        match self {
+            Group::Checkpoint => operation.interface() == Interface::CheckpointProvider,
+            Group::Observe => operation == Observe,
+            Group::ObserveBatch => operation == ObserveBatch,
+            Group::DiscoverSelection => operation == DiscoverSelection,
+            Group::VerifyCredential => operation == VerifyCredential,
+            Group::Configuration => matches!(
+                operation,
+                DecodeInput | Encode | Decode | Normalize | ResolveChange | Equal
+            ),
+            Group::WithCredential => operation == WithCredential,
+            Group::DiscoverConfiguration => operation == DiscoverConfiguration,
+        }
+    }
+}
+
+/// The declaration: every operation of the contract exactly once, each one
+/// of an optional group as its group is decided (`None`: supported), every
+/// other (the required five, `requirements`, `probe`) supported.
+#[doc(hidden)]
+pub fn declarations(groups: &[(Group, Option<&str>)]) -> Vec<OperationDeclaration> {
+    Operation::ALL
+        .iter()
+        .map(|operation| {
+            let reason = groups
+                .iter()
+                .find(|(group, _)| group.contains(*operation))
+                .and_then(|(_, reason)| *reason);
+            OperationDeclaration {
+                operation: operation.name().into(),
+                support: match reason {
+                    Some(reason) => Support::Unsupported(reason.into()),
+                    None => Support::Supported,
+                },
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_is_declared_once_by_its_group() {
+        let declared = declarations(&[
+            (Group::Checkpoint, Some("no_checkpoints")),
+            (Group::Observe, None),
+            (Group::Configuration, Some("no_configuration")),
+        ]);
+        assert_eq!(declared.len(), Operation::ALL.len());
+        let support = |name: &str| {
+            declared
+                .iter()
+                .find(|entry| entry.operation == name)
+                .map(|entry| entry.support.clone())
+        };
+        assert_eq!(support("create"), Some(Support::Supported));
+        assert_eq!(support("probe"), Some(Support::Supported));
+        assert_eq!(support("requirements"), Some(Support::Supported));
+        assert_eq!(support("observe"), Some(Support::Supported));
+        assert_eq!(
+            support("run-command-compute"),
+            Some(Support::Unsupported("no_checkpoints".into()))
+        );
+        assert_eq!(
+            support("equal"),
+            Some(Support::Unsupported("no_configuration".into()))
+        );
+    }
+}
