@@ -107,7 +107,7 @@ impl Fixture {
         .expect("policy");
         let binding = NodeBinding {
             installation_id: "oac-transport-bench".into(),
-            docker_socket: Some(engine.socket().to_path_buf()),
+            docker_socket: engine.socket().map(std::path::Path::to_path_buf),
             container_policy: Some(policy),
             configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
             credential: None,

@@ -4,8 +4,8 @@
 
 use crate::fixtures::{Engine, FixtureError};
 use crate::recorder::{Call, Plan, Recorder};
+use sandbox_host::capability::boundary::NativeRequest;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::capability::faults::NativeRequest;
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
@@ -60,8 +60,20 @@ pub struct Target {
     pub seccomp_profile: String,
     /// Budget of each call, in milliseconds.
     pub budget_ms: u32,
-    /// A real Docker Engine for the real-engine tier; the fake one otherwise.
-    pub engine_socket: Option<PathBuf>,
+    /// The native side the component's capabilities reach.
+    pub fixture: Fixture,
+}
+
+/// The native side of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fixture {
+    /// The stateful fake Docker Engine.
+    FakeEngine,
+    /// A real Docker Engine at this socket (the real-engine tier).
+    RealEngine(PathBuf),
+    /// The fake vendor REST API, granted to the component over `http`; its
+    /// origin replaces `${FIXTURE_ORIGIN}` in the configuration.
+    FakeVendor,
 }
 
 /// Why the suite could not start.
@@ -105,9 +117,11 @@ pub type Mutation = Result<Info, Failure>;
 impl Harness {
     /// Starts the fixture and loads the component with the recorder as hook.
     pub async fn start(target: &Target) -> Result<Self, HarnessError> {
-        let (engine, image) = match &target.engine_socket {
-            Some(socket) => Engine::real(socket).await?,
-            None => Engine::fake().await?,
+        // The image id for an engine, the origin for the vendor API.
+        let (engine, image_or_origin) = match &target.fixture {
+            Fixture::FakeEngine => Engine::fake().await?,
+            Fixture::RealEngine(socket) => Engine::real(socket).await?,
+            Fixture::FakeVendor => Engine::vendor().await?,
         };
         let bytes = std::fs::read(&target.component)
             .map_err(|_| HarnessError::Component(target.component.clone()))?;
@@ -121,15 +135,20 @@ impl Harness {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let nodes = target.mode == Mode::Nodes;
+        let docker = target.mode == Mode::Nodes && engine.socket().is_some();
+        let vendor = matches!(engine, Engine::Vendor(_));
         let registration = Registration {
             kind: KIND.into(),
             mode: target.mode,
             component: file.into(),
             digest: DigestSource::Pinned(sandbox_host::loader::sha256_hex(&bytes)),
             grants: Grants {
-                docker: nodes,
-                http_origins: Vec::new(),
+                docker,
+                http_origins: if vendor {
+                    vec![image_or_origin.clone()]
+                } else {
+                    Vec::new()
+                },
             },
             policy: Policy {
                 default_budget_ms: target.budget_ms,
@@ -138,15 +157,24 @@ impl Harness {
             node_artifacts: Vec::new(),
             suspension: None,
         };
+        let configuration = target
+            .configuration
+            .replace("${FIXTURE_ORIGIN}", &image_or_origin);
         let configuration: serde_json::Value =
-            serde_json::from_str(&target.configuration).map_err(|_| HarnessError::Configuration)?;
-        let policy = container_policy(&image, &target.seccomp_profile)
-            .map_err(|error| HarnessError::Policy(error.0))?;
+            serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
+        let policy = if docker {
+            Some(
+                container_policy(&image_or_origin, &target.seccomp_profile)
+                    .map_err(|error| HarnessError::Policy(error.0))?,
+            )
+        } else {
+            None
+        };
         let recorder = Arc::new(Recorder::default());
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
-            docker_socket: nodes.then(|| engine.socket().to_path_buf()),
-            container_policy: nodes.then_some(policy),
+            docker_socket: engine.socket().filter(|_| docker).map(Path::to_path_buf),
+            container_policy: policy,
             configuration,
             credential: None,
             hook: Some(recorder.clone()),

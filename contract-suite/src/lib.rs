@@ -22,12 +22,21 @@ pub use report::Report;
 /// report with that one failed case. Runs in one process are serialised,
 /// because the captured log is process-wide.
 pub async fn run(target: &Target, progress: bool) -> Result<Report, HarnessError> {
+    run_clauses(target, &cases::Clause::ALL, progress).await
+}
+
+/// Runs `clauses` against `target` (see [`run`]).
+pub async fn run_clauses(
+    target: &Target,
+    clauses: &[cases::Clause],
+    progress: bool,
+) -> Result<Report, HarnessError> {
     static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _running = ONE_AT_A_TIME.lock().await;
     logs::install();
     logs::clear();
     match Harness::start(target).await {
-        Ok(harness) => Ok(cases::run_all(&harness, progress).await),
+        Ok(harness) => Ok(cases::run(&harness, clauses, progress).await),
         Err(HarnessError::Load(observed)) => {
             let mut report = Report::default();
             report.cases.push(report::CaseResult {

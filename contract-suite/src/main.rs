@@ -3,6 +3,8 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use contract_suite::Target;
+use contract_suite::cases::Clause;
+use contract_suite::harness::Fixture;
 use sandbox_host::registry::Mode;
 use std::path::PathBuf;
 
@@ -35,8 +37,16 @@ struct Cli {
     /// Run the real-engine tier: the same cases against the Docker Engine at
     /// this Unix socket (the runtime image is imported into it), instead of
     /// the fake engine.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "vendor")]
     engine_socket: Option<PathBuf>,
+    /// Run against the fake vendor REST API over `http` instead of a Docker
+    /// Engine (its origin replaces `${FIXTURE_ORIGIN}` in the configuration).
+    #[arg(long)]
+    vendor: bool,
+    /// Run only these clauses (repeatable; default: all): declaration,
+    /// unsupported, lifecycle, failure-matrix, ownership, commands, leaks.
+    #[arg(long = "clause", value_name = "CLAUSE")]
+    clauses: Vec<String>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long)]
     junit: Option<PathBuf>,
@@ -92,9 +102,23 @@ async fn main() -> Result<std::process::ExitCode> {
         configuration,
         seccomp_profile,
         budget_ms: cli.budget_ms,
-        engine_socket: cli.engine_socket.clone(),
+        fixture: match (&cli.engine_socket, cli.vendor) {
+            (Some(socket), _) => Fixture::RealEngine(socket.clone()),
+            (None, true) => Fixture::FakeVendor,
+            (None, false) => Fixture::FakeEngine,
+        },
     };
-    let report = contract_suite::run(&target, !cli.quiet).await?;
+    let clauses = if cli.clauses.is_empty() {
+        Clause::ALL.to_vec()
+    } else {
+        cli.clauses
+            .iter()
+            .map(|name| {
+                Clause::from_name(name).with_context(|| format!("no clause named `{name}`"))
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    let report = contract_suite::run_clauses(&target, &clauses, !cli.quiet).await?;
     let name = cli.component.display().to_string();
     if let Some(path) = &cli.junit {
         std::fs::write(path, report.junit(&name))

@@ -1,7 +1,7 @@
 //! The suite's hook at the capability boundary: it records every native
 //! request and injects the planned fault into the k-th matching one.
 
-use sandbox_host::capability::faults::{Fault, NativeHook, NativeRequest};
+use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
 use std::sync::Mutex;
 
 /// Which requests a plan counts.
@@ -19,7 +19,7 @@ impl Matching {
     fn matches(self, request: &NativeRequest) -> bool {
         match self {
             Matching::Any => true,
-            Matching::Action(action) => request.action == action,
+            Matching::Action(action) => request.action.name() == action,
             Matching::Removals => request.is_removal(),
         }
     }
@@ -43,9 +43,9 @@ pub type Call = String;
 #[derive(Debug, Default)]
 struct State {
     log: Vec<NativeRequest>,
-    /// Whether the native side answered each logged request successfully
-    /// (`None` until it answered, or when it was never sent).
-    answered: Vec<Option<bool>>,
+    /// Whether each logged request's answer showed a resource as this
+    /// installation's.
+    shown: Vec<bool>,
     calls: Vec<Call>,
     plan: Option<Plan>,
     counted: usize,
@@ -86,11 +86,11 @@ impl Recorder {
         (requests, calls)
     }
 
-    /// For each request after `mark`, whether the native side answered it
-    /// successfully.
-    pub fn answered_since(&self, mark: (usize, usize)) -> Vec<Option<bool>> {
+    /// For each request after `mark`, whether its answer showed a resource
+    /// as this installation's (so a foreign-ownership fault can act on it).
+    pub fn shown_since(&self, mark: (usize, usize)) -> Vec<bool> {
         self.state()
-            .answered
+            .shown
             .get(mark.0..)
             .map(<[_]>::to_vec)
             .unwrap_or_default()
@@ -113,19 +113,19 @@ impl NativeHook for Recorder {
     fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
         let mut state = self.state();
         state.log.push(request.clone());
-        state.answered.push(None);
+        state.shown.push(false);
         let plan = state.plan.filter(|plan| plan.matching.matches(request))?;
         state.counted += 1;
         (plan.nth == 0 || plan.nth == state.counted).then_some(plan.fault)
     }
 
-    fn on_response(&self, request: &NativeRequest, succeeded: bool) {
+    fn on_ownership_shown(&self, request: &NativeRequest) {
         let mut state = self.state();
-        let pending = (0..state.log.len())
+        let latest = (0..state.log.len())
             .rev()
-            .find(|&i| state.answered[i].is_none() && state.log[i] == *request);
-        if let Some(index) = pending {
-            state.answered[index] = Some(succeeded);
+            .find(|&i| state.log[i] == *request);
+        if let Some(index) = latest {
+            state.shown[index] = true;
         }
     }
 

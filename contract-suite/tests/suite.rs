@@ -2,6 +2,8 @@
 //! each mutant (the expected clause fails). Components come from
 //! `cargo xtask build-plugins` (`target/plugins`).
 
+use contract_suite::cases::Clause;
+use contract_suite::harness::{FAKE_SECCOMP_PROFILE, Fixture};
 use contract_suite::{Report, Target};
 use sandbox_host::registry::Mode;
 use std::path::PathBuf;
@@ -24,7 +26,7 @@ async fn suite(name: &str) -> Report {
         configuration,
         seccomp_profile: contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
         budget_ms: 1_000,
-        engine_socket: None,
+        fixture: contract_suite::harness::Fixture::FakeEngine,
     };
     contract_suite::run(&target, false)
         .await
@@ -78,4 +80,47 @@ async fn native_io_before_unsupported_is_caught() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaked_secret_is_caught() {
     assert_caught("leak-secret", "leaks.credential").await;
+}
+
+/// The fault matrix against an adapter that reaches its vendor over `http`
+/// (the steerable test component against the fake vendor API).
+async fn http_adapter(replay: bool) -> Report {
+    let configuration = serde_json::json!({
+        "action": "vendor",
+        "url": "${FIXTURE_ORIGIN}",
+        "replay": replay,
+    });
+    let target = Target {
+        component: component("steerable.wasm"),
+        mode: Mode::Direct,
+        configuration: configuration.to_string(),
+        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
+        budget_ms: 1_000,
+        fixture: Fixture::FakeVendor,
+    };
+    contract_suite::run_clauses(&target, &[Clause::FailureMatrix], false)
+        .await
+        .expect("suite runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fault_matrix_runs_against_an_http_adapter() {
+    let report = http_adapter(false).await;
+    assert!(
+        report.cases.len() >= 20,
+        "only {} cases",
+        report.cases.len()
+    );
+    assert_eq!(report.failed(), 0, "{}", report.render("steerable.wasm"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_adapter_replaying_create_is_caught() {
+    let failed = failed_ids(&http_adapter(true).await);
+    assert!(
+        failed
+            .iter()
+            .any(|id| id.starts_with("failure.create.lost-response")),
+        "replay not caught; failed: {failed:?}"
+    );
 }

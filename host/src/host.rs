@@ -5,6 +5,7 @@
 
 use crate::bindings::Support;
 use crate::call;
+use crate::capability::boundary::Boundary;
 use crate::capability::docker::{DockerBroker, DockerConnectError};
 use crate::capability::http::HttpBroker;
 use crate::capability::scope::CallScope;
@@ -74,6 +75,8 @@ fn capabilities(
         http: HttpBroker::new(
             &registration.grants.http_origins,
             binding.credential.clone(),
+            &binding.installation_id,
+            Boundary::new(binding.hook.clone()),
         ),
         credential: binding.credential.clone(),
     })
@@ -151,7 +154,7 @@ impl Host {
                         &binding.installation_id,
                         policy.clone(),
                         Duration::from_secs(10),
-                        binding.hook.clone(),
+                        Boundary::new(binding.hook.clone()),
                     )
                     .await
                     .map_err(|error| HostError::Docker {

@@ -138,7 +138,7 @@ pub struct NodeBinding {
     pub credential: Option<String>,
     /// Sees every native request of this binding and may inject faults
     /// (the contract suite's instrument; `None` in production).
-    pub hook: Option<std::sync::Arc<dyn crate::capability::faults::NativeHook>>,
+    pub hook: Option<std::sync::Arc<dyn crate::capability::boundary::NativeHook>>,
 }
 
 /// A registration or binding that must not be loaded. It names the field,

@@ -224,23 +224,23 @@ async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
 #[derive(Debug, Default)]
 struct Faulty {
     seen: std::sync::Mutex<Vec<String>>,
-    inject: Option<(&'static str, sandbox_host::capability::faults::Fault)>,
+    inject: Option<(&'static str, sandbox_host::capability::boundary::Fault)>,
 }
 
-impl sandbox_host::capability::faults::NativeHook for Faulty {
+impl sandbox_host::capability::boundary::NativeHook for Faulty {
     fn on_request(
         &self,
-        request: &sandbox_host::capability::faults::NativeRequest,
-    ) -> Option<sandbox_host::capability::faults::Fault> {
+        request: &sandbox_host::capability::boundary::NativeRequest,
+    ) -> Option<sandbox_host::capability::boundary::Fault> {
         let mut seen = self.seen.lock().expect("lock");
         seen.push(request.action.to_string());
         let first = seen
             .iter()
-            .filter(|action| *action == request.action)
+            .filter(|action| *action == request.action.name())
             .count()
             == 1;
         self.inject
-            .filter(|(action, _)| first && *action == request.action)
+            .filter(|(action, _)| first && *action == request.action.name())
             .map(|(_, fault)| fault)
     }
 }
@@ -248,7 +248,7 @@ impl sandbox_host::capability::faults::NativeHook for Faulty {
 async fn faulted(
     socket: &Path,
     volume: &str,
-    fault: sandbox_host::capability::faults::Fault,
+    fault: sandbox_host::capability::boundary::Fault,
 ) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     let hook = std::sync::Arc::new(Faulty {
         inject: Some(("volume-create", fault)),
@@ -273,7 +273,7 @@ async fn faulted(
 
 #[tokio::test]
 async fn injected_faults_act_at_the_capability_boundary() {
-    use sandbox_host::capability::faults::Fault;
+    use sandbox_host::capability::boundary::Fault;
     let Some(socket) = engine_socket("capability faults") else {
         return;
     };

@@ -13,7 +13,7 @@ mod support;
 
 use bollard::Docker;
 use docker_engine::FakeDockerEngine;
-use sandbox_host::capability::faults::{Fault, NativeHook, NativeRequest};
+use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
@@ -374,7 +374,7 @@ struct Swap {
 
 impl NativeHook for Swap {
     fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
-        if request.action == self.action && !self.done.swap(true, Ordering::SeqCst) {
+        if request.action.name() == self.action && !self.done.swap(true, Ordering::SeqCst) {
             let foreign = BTreeMap::from([("io.oac.installation".to_string(), "x".to_string())]);
             *self.replacement.lock().expect("lock") =
                 self.engine.replace_container(&self.container, foreign);
@@ -627,7 +627,7 @@ struct StealVolume {
 
 impl NativeHook for StealVolume {
     fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
-        if request.action == "container-create" {
+        if request.action.name() == "container-create" {
             let foreign = BTreeMap::from([("io.oac.installation".to_string(), "x".to_string())]);
             self.engine.insert_volume("oac-vol", foreign);
         }

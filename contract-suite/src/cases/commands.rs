@@ -6,7 +6,7 @@
 use super::{Runner, actions, ensure};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::capability::faults::Fault;
+use sandbox_host::capability::boundary::Fault;
 use sandbox_host::types::Error;
 use sha2::Digest;
 
@@ -149,7 +149,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                     ensure(unconfirmed, || format!("{answer:?}"))?;
                     let creates = requests
                         .iter()
-                        .filter(|request| request.action == "exec-create")
+                        .filter(|request| request.action.name() == "exec-create")
                         .count();
                     ensure(creates == 1, || {
                         format!("exec created {creates} times: {:?}", actions(&requests))

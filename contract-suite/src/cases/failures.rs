@@ -10,7 +10,7 @@ use super::{Runner, Verdict, actions, ensure, is_mutation};
 use crate::harness::{Harness, Mutation};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::capability::faults::{Fault, NativeRequest};
+use sandbox_host::capability::boundary::{Fault, NativeRequest};
 use sandbox_host::types::{Error, Failure, Info, Reference};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,8 @@ fn judge(answer: &Mutation, reference: &Reference) -> Verdict {
 }
 
 /// The legitimate sequence of `operation` on a fresh (or created) allocation.
-/// Each request comes with whether the native side answered it successfully.
+/// Each request comes with whether its answer showed a resource as this
+/// installation's (where a foreign-ownership fault has something to act on).
 async fn baseline(h: &Harness, operation: Operation) -> Result<Vec<(NativeRequest, bool)>, String> {
     let reference = h.allocation(&format!("baseline-{}", operation.name()));
     if operation != Operation::Create {
@@ -93,14 +94,10 @@ async fn baseline(h: &Harness, operation: Operation) -> Result<Vec<(NativeReques
     let (answer, requests) = h
         .with_fault(None, async || operation.call(h, &reference).await)
         .await;
-    let answered = h.recorder.answered_since(mark);
+    let shown = h.recorder.shown_since(mark);
     h.cleanup(&reference).await;
     match answer {
-        Ok(Info { .. }) => Ok(requests
-            .into_iter()
-            .zip(answered)
-            .map(|(request, answered)| (request, answered == Some(true)))
-            .collect()),
+        Ok(Info { .. }) => Ok(requests.into_iter().zip(shown).collect()),
         other => Err(format!("{} without faults: {other:?}", operation.name())),
     }
 }
@@ -112,7 +109,7 @@ pub async fn run(runner: &mut Runner<'_>) {
         Operation::Renew,
         Operation::Kill,
     ] {
-        let (legitimate, answered): (Vec<NativeRequest>, Vec<bool>) =
+        let (legitimate, shown): (Vec<NativeRequest>, Vec<bool>) =
             match baseline(runner.harness, operation).await {
                 Ok(requests) => requests.into_iter().unzip(),
                 Err(observed) => {
@@ -135,9 +132,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             for (index, request) in legitimate.iter().enumerate() {
                 let applies = match fault {
                     // Only a resource that exists can appear foreign.
-                    Fault::ForeignOwnership => {
-                        request.action.ends_with("-inspect") && answered[index]
-                    }
+                    Fault::ForeignOwnership => shown[index],
                     Fault::CancelAfterDispatch => is_mutation(request) || index == 0,
                     _ => true,
                 };

@@ -11,7 +11,7 @@ mod unsupported;
 
 use crate::harness::Harness;
 use crate::report::{CaseResult, Level, Report};
-use sandbox_host::capability::faults::NativeRequest;
+use sandbox_host::capability::boundary::NativeRequest;
 use std::time::Instant;
 
 /// Runs cases and collects their results, showing progress on stderr.
@@ -39,9 +39,7 @@ pub fn actions(requests: &[NativeRequest]) -> Vec<String> {
 
 /// True for requests that change native state.
 pub fn is_mutation(request: &NativeRequest) -> bool {
-    !(request.action.ends_with("-inspect")
-        || request.action.ends_with("-list")
-        || matches!(request.action, "version" | "info" | "container-stats"))
+    !request.action.is_read()
 }
 
 impl<'a> Runner<'a> {
@@ -98,15 +96,69 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// Runs every clause against the loaded component.
-pub async fn run_all(harness: &Harness, progress: bool) -> Report {
+/// A clause of the contract: a group of cases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clause {
+    /// The declaration is complete and valid.
+    Declaration,
+    /// Unsupported operations answer so, with no native request.
+    Unsupported,
+    /// The lifecycle and settlement evidence.
+    Lifecycle,
+    /// Faults at every native request of the legitimate sequences.
+    FailureMatrix,
+    /// Foreign resources are never touched.
+    Ownership,
+    /// Commands keep bytes, streams, bounds and exit codes.
+    Commands,
+    /// Nothing leaks; nothing is left.
+    Leaks,
+}
+
+impl Clause {
+    /// Every clause, in the order a run takes them.
+    pub const ALL: [Clause; 7] = [
+        Clause::Declaration,
+        Clause::Unsupported,
+        Clause::Lifecycle,
+        Clause::FailureMatrix,
+        Clause::Ownership,
+        Clause::Commands,
+        Clause::Leaks,
+    ];
+
+    /// The clause's name, as reports and `--clause` write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Clause::Declaration => "declaration",
+            Clause::Unsupported => "unsupported",
+            Clause::Lifecycle => "lifecycle",
+            Clause::FailureMatrix => "failure-matrix",
+            Clause::Ownership => "ownership",
+            Clause::Commands => "commands",
+            Clause::Leaks => "leaks",
+        }
+    }
+
+    /// The clause named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|clause| clause.name() == name)
+    }
+}
+
+/// Runs `clauses` against the loaded component.
+pub async fn run(harness: &Harness, clauses: &[Clause], progress: bool) -> Report {
     let mut runner = Runner::new(harness, progress);
-    declaration::run(&mut runner).await;
-    unsupported::run(&mut runner).await;
-    lifecycle::run(&mut runner).await;
-    failures::run(&mut runner).await;
-    ownership::run(&mut runner).await;
-    commands::run(&mut runner).await;
-    leaks::run(&mut runner).await;
+    for clause in clauses {
+        match clause {
+            Clause::Declaration => declaration::run(&mut runner).await,
+            Clause::Unsupported => unsupported::run(&mut runner).await,
+            Clause::Lifecycle => lifecycle::run(&mut runner).await,
+            Clause::FailureMatrix => failures::run(&mut runner).await,
+            Clause::Ownership => ownership::run(&mut runner).await,
+            Clause::Commands => commands::run(&mut runner).await,
+            Clause::Leaks => leaks::run(&mut runner).await,
+        }
+    }
     runner.finish()
 }

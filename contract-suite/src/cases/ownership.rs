@@ -16,7 +16,7 @@ pub async fn run(runner: &mut Runner<'_>) {
     h.cleanup(&reference).await;
     let names: Vec<String> = requests
         .iter()
-        .filter(|r| r.action == "volume-create")
+        .filter(|r| r.action.name() == "volume-create")
         .map(|r| r.target.clone())
         .collect();
     if created.is_err() || names.is_empty() {

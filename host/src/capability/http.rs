@@ -1,9 +1,11 @@
 //! The `http` capability: reqwest to the kind's allowlisted origins only.
 //! No redirects are followed, bodies are bounded both ways, the deadline is
-//! the call's remaining budget, and the installation's credential is filled
-//! in by the host so the component never holds it.
+//! the call's remaining budget, the installation's credential is filled in
+//! by the host so the component never holds it, and every request crosses
+//! the capability boundary (recorded, faults injected, never retried).
 
 use crate::bindings::oac::sandbox_provider::http::{HttpError, Method, Request, Response};
+use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction};
 use std::time::Instant;
 
 /// Largest request or response body: 8 MiB.
@@ -11,10 +13,12 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// The HTTP broker of one kind.
 #[derive(Clone)]
-pub struct HttpBroker {
+pub(crate) struct HttpBroker {
     client: reqwest::Client,
     origins: Vec<reqwest::Url>,
     credential: Option<String>,
+    installation: String,
+    boundary: Boundary,
 }
 
 /// Headers the component may not set itself.
@@ -22,7 +26,12 @@ const RESERVED_HEADERS: [&str; 4] = ["host", "content-length", "transfer-encodin
 
 impl HttpBroker {
     /// A broker for the registered origins (already validated).
-    pub fn new(origins: &[String], credential: Option<String>) -> Self {
+    pub fn new(
+        origins: &[String],
+        credential: Option<String>,
+        installation: &str,
+        boundary: Boundary,
+    ) -> Self {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -35,7 +44,14 @@ impl HttpBroker {
             client,
             origins,
             credential,
+            installation: installation.to_string(),
+            boundary,
         }
+    }
+
+    /// Shows the boundary's hook a call the component made.
+    pub fn note_call(&self, target: &str) {
+        self.boundary.note_call("http", "send", target);
     }
 
     fn allowed(&self, url: &reqwest::Url) -> bool {
@@ -56,13 +72,16 @@ impl HttpBroker {
         if !self.allowed(&url) || reserved || request.body.len() > MAX_BODY_BYTES {
             return Err(HttpError::Denied);
         }
-        let method = match request.method {
-            Method::Get => reqwest::Method::GET,
-            Method::Post => reqwest::Method::POST,
-            Method::Put => reqwest::Method::PUT,
-            Method::Patch => reqwest::Method::PATCH,
-            Method::Delete => reqwest::Method::DELETE,
+        let (method, action) = match request.method {
+            Method::Get => (reqwest::Method::GET, HttpAction::Get),
+            Method::Post => (reqwest::Method::POST, HttpAction::Post),
+            Method::Put => (reqwest::Method::PUT, HttpAction::Put),
+            Method::Patch => (reqwest::Method::PATCH, HttpAction::Patch),
+            Method::Delete => (reqwest::Method::DELETE, HttpAction::Delete),
         };
+        let decided = self
+            .boundary
+            .decide(Action::Http(action), url.path(), false);
         let mut builder = self.client.request(method, url).body(request.body);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
@@ -72,43 +91,81 @@ impl HttpBroker {
             builder = builder.header(&header.name, format!("{}{}", header.prefix, credential));
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return Err(HttpError::Unavailable);
-        }
         let built = builder
             .timeout(remaining)
             .build()
             .map_err(|_| HttpError::Denied)?;
-        let mut response = self.client.execute(built).await.map_err(|error| {
-            if error.is_connect() {
-                HttpError::Unavailable
-            } else {
-                HttpError::Unconfirmed
+        let exchange = async {
+            let mut response = self.client.execute(built).await.map_err(|error| {
+                if error.is_connect() {
+                    HttpError::Unavailable
+                } else {
+                    HttpError::Unconfirmed
+                }
+            })?;
+            let status = response.status().as_u16();
+            let headers = response
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.to_string(),
+                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|_| HttpError::Unconfirmed)? {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(HttpError::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
             }
-        })?;
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.to_string(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
+            Ok(Response {
+                status,
+                headers,
+                body,
             })
-            .collect();
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|_| HttpError::Unconfirmed)? {
-            if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(HttpError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
+        };
+        let mut response = self
+            .boundary
+            .dispatch(&decided, deadline, exchange)
+            .await
+            .map_err(|crossing| match crossing {
+                Crossing::NotSent | Crossing::CleanupFailed => HttpError::Unavailable,
+                Crossing::Lost => HttpError::Unconfirmed,
+                Crossing::Native(error) => error,
+            })?;
+        self.show_foreign(&decided, &mut response);
+        Ok(response)
+    }
+
+    /// Under an injected foreign-ownership fault, every mention of this
+    /// installation in the response names another one: whatever ownership
+    /// record the vendor echoes back (metadata, tags) then looks foreign.
+    fn show_foreign(&self, decided: &Decided, response: &mut Response) {
+        let ours = self.installation.as_bytes();
+        let mentioned = !ours.is_empty()
+            && response
+                .body
+                .windows(ours.len())
+                .any(|window| window == ours);
+        if mentioned {
+            self.boundary.ownership_shown(decided);
         }
-        Ok(Response {
-            status,
-            headers,
-            body,
-        })
+        if !decided.shows_foreign() || !mentioned {
+            return;
+        }
+        let foreign = b"foreign-installation";
+        let mut rewritten = Vec::with_capacity(response.body.len());
+        let mut rest = response.body.as_slice();
+        while let Some(at) = rest.windows(ours.len()).position(|window| window == ours) {
+            rewritten.extend_from_slice(&rest[..at]);
+            rewritten.extend_from_slice(foreign);
+            rest = &rest[at + ours.len()..];
+        }
+        rewritten.extend_from_slice(rest);
+        response.body = rewritten;
     }
 }
 
@@ -124,6 +181,8 @@ mod tests {
                 "http://127.0.0.1:9000".into(),
             ],
             None,
+            "inst",
+            Boundary::default(),
         );
         let allowed = |url: &str| broker.allowed(&reqwest::Url::parse(url).expect("test url"));
         assert!(allowed("https://api.vendor.example/sandboxes?x=1"));

@@ -34,7 +34,9 @@ impl log::Host for CallState {
 
 impl http::Host for CallState {
     async fn send(&mut self, request: http::Request) -> Result<http::Response, http::HttpError> {
-        self.capabilities.http.send(request, self.deadline).await
+        let broker = &self.capabilities.http;
+        broker.note_call(&request.url);
+        broker.send(request, self.deadline).await
     }
 }
 

@@ -2,8 +2,8 @@
 //! nothing native except through these, and only what its registration
 //! grants: an ungranted capability answers `denied` before any I/O.
 
+pub mod boundary;
 pub mod docker;
-pub mod faults;
 pub(crate) mod http;
 mod linking;
 pub(crate) mod log;

@@ -12,6 +12,10 @@
 //! the host refuses what it must. `run` creates a container, starts it and
 //! execs `args` in it, answering the command's stdout.
 //!
+//! `vendor` makes create, get-info, renew and kill the lifecycle of one
+//! sandbox of the contract suite's fake vendor API at `url`, over `http`;
+//! with `replay`, an unconfirmed Create is sent again (see `vendor.rs`).
+//!
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
 //! code; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
@@ -23,6 +27,8 @@ use oac_provider_sdk::__bindings::exports::oac::sandbox_provider as exports;
 use oac_provider_sdk::__contract::{Interface, Operation};
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
+
+mod vendor;
 
 struct Steerable;
 
@@ -43,6 +49,7 @@ struct Steering {
     working_dir: Option<String>,
     path: String,
     archive: Vec<u8>,
+    replay: bool,
 }
 
 /// One volume mount of a steered container spec.
@@ -362,24 +369,42 @@ fn steered_failure(action: &str, allocation: Reference) -> Option<Failure> {
     })
 }
 
+/// The vendor API's base URL when steered to `vendor`.
+fn vendor_base(steering: &Steering) -> Option<String> {
+    (steering.action == "vendor").then(|| steering.url.clone().unwrap_or_default())
+}
+
 impl exports::sandbox_provider::Guest for Steerable {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
-        if let Some(failure) = steered_failure(&steering().action, request.reference.clone()) {
+        let steering = steering();
+        if let Some(base) = vendor_base(&steering) {
+            return vendor::create(&base, steering.replay, request.reference);
+        }
+        if let Some(failure) = steered_failure(&steering.action, request.reference.clone()) {
             return Err(failure);
         }
         act(request.reference).map_err(Failure::from)
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {
-        act(allocation)
+        match vendor_base(&steering()) {
+            Some(base) => vendor::get_info(&base, allocation),
+            None => act(allocation),
+        }
     }
     fn renew(allocation: Reference) -> Result<Info, Failure> {
-        Ok(info(allocation, None))
+        match vendor_base(&steering()) {
+            Some(base) => vendor::get_info(&base, allocation).map_err(Failure::from),
+            None => Ok(info(allocation, None)),
+        }
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        Ok(Info {
-            state: LifecycleState::Absent,
-            ..info(allocation, None)
-        })
+        match vendor_base(&steering()) {
+            Some(base) => vendor::kill(&base, allocation),
+            None => Ok(Info {
+                state: LifecycleState::Absent,
+                ..info(allocation, None)
+            }),
+        }
     }
     fn run_command(_allocation: Reference, request: Command) -> Result<CommandResult, Error> {
         Ok(CommandResult {

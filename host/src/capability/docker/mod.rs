@@ -14,7 +14,7 @@ use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
     ExecOutput, ExecSpec, ImageSummary, StatsReading,
 };
-use crate::capability::faults::{Fault, NativeHook, NativeRequest};
+use crate::capability::boundary::{Action, Boundary, Crossing, Decided, DockerAction};
 use crate::capability::scope::{CallScope, INSTALLATION_LABEL, ownership_labels};
 use bollard_stubs::models::{
     ContainerCreateBody, ContainerCreateResponse, ContainerInspectResponse,
@@ -55,7 +55,7 @@ pub(crate) struct DockerBroker {
     engine: Engine,
     installation: String,
     policy: Arc<ContainerPolicy>,
-    hook: Option<Arc<dyn NativeHook>>,
+    boundary: Boundary,
 }
 
 fn parse_api_version(version: &str) -> Option<(u32, u32)> {
@@ -73,10 +73,10 @@ fn classify(error: EngineError) -> DockerError {
     }
 }
 
-/// Under [`Fault::ForeignOwnership`], the resource appears labelled for
-/// another installation.
-fn relabel(labels: &mut HashMap<String, String>, fault: Option<Fault>) {
-    if fault == Some(Fault::ForeignOwnership) {
+/// Under an injected foreign-ownership fault, the resource appears
+/// labelled for another installation.
+fn relabel(labels: &mut HashMap<String, String>, decided: &Decided) {
+    if decided.shows_foreign() {
         labels.insert(INSTALLATION_LABEL.into(), "foreign-installation".into());
     }
 }
@@ -121,13 +121,13 @@ struct Owned {
 
 impl DockerBroker {
     /// Connects to the engine at `socket` and requires API ≥ 1.45. The
-    /// construction check itself is not shown to `hook`.
+    /// construction check itself does not cross the `boundary`.
     pub async fn connect(
         socket: &Path,
         installation: &str,
         policy: ContainerPolicy,
         timeout: Duration,
-        hook: Option<Arc<dyn NativeHook>>,
+        boundary: Boundary,
     ) -> Result<Self, DockerConnectError> {
         let engine = Engine::new(socket);
         let version: SystemVersion = tokio::time::timeout(timeout, engine.version_unversioned())
@@ -146,15 +146,13 @@ impl DockerBroker {
             engine,
             installation: installation.to_string(),
             policy: Arc::new(policy),
-            hook,
+            boundary,
         })
     }
 
-    /// Shows the hook a call the component made (see [`NativeHook::on_call`]).
+    /// Shows the boundary's hook a call the component made.
     pub fn note_call(&self, function: &'static str, target: &str) {
-        if let Some(hook) = &self.hook {
-            hook.on_call("docker", function, target);
-        }
+        self.boundary.note_call("docker", function, target);
     }
 
     /// The broker as one call uses it: bound to the call's allocations and
@@ -176,69 +174,48 @@ pub(crate) struct DockerCall<'a> {
 }
 
 impl DockerCall<'_> {
-    /// Shows the request to the hook, which may choose a fault for it.
-    fn decide(
-        &self,
-        action: &'static str,
-        target: &str,
-        host_cleanup: bool,
-    ) -> (NativeRequest, Option<Fault>) {
-        let request = NativeRequest {
-            capability: "docker",
-            action,
-            target: target.to_string(),
-            host_cleanup,
-        };
-        let fault = self
-            .broker
-            .hook
-            .as_ref()
-            .and_then(|hook| hook.on_request(&request));
-        (request, fault)
+    /// Shows the request to the boundary's hook.
+    fn decide(&self, action: DockerAction, target: &str, host_cleanup: bool) -> Decided {
+        self.broker
+            .boundary
+            .decide(Action::Docker(action), target, host_cleanup)
     }
 
-    /// Runs one engine request within the call's deadline, applying the
-    /// decided fault. A request is never sent once the deadline has passed;
-    /// one cut off by it is `unconfirmed`. Nothing is retried.
+    /// Sends one engine request across the boundary, within the call's
+    /// deadline; never retried.
     async fn dispatch<T>(
         &self,
-        (request, fault): &(NativeRequest, Option<Fault>),
+        decided: &Decided,
         sending: impl Future<Output = Result<T, EngineError>>,
     ) -> Result<T, DockerError> {
-        let deadline = self.deadline;
-        if Instant::now() >= deadline || *fault == Some(Fault::FailBeforeDispatch) {
-            return Err(DockerError::Unavailable);
-        }
-        if request.is_removal() && *fault == Some(Fault::FailCleanup) {
-            return Err(DockerError::Failed);
-        }
-        let outcome = tokio::time::timeout_at(deadline.into(), sending).await;
-        if let Some(hook) = &self.broker.hook {
-            hook.on_response(request, matches!(outcome, Ok(Ok(_))));
-        }
-        match fault {
-            Some(Fault::LoseResponse) => return Err(DockerError::Unconfirmed),
-            Some(Fault::CancelAfterDispatch) => {
-                tokio::time::sleep_until(deadline.into()).await;
-                return Err(DockerError::Unconfirmed);
-            }
-            _ => {}
-        }
-        match outcome {
-            Ok(result) => result.map_err(classify),
-            Err(_) => Err(DockerError::Unconfirmed),
-        }
+        self.broker
+            .boundary
+            .dispatch(decided, self.deadline, sending)
+            .await
+            .map_err(|crossing| match crossing {
+                Crossing::NotSent => DockerError::Unavailable,
+                Crossing::CleanupFailed => DockerError::Failed,
+                Crossing::Lost => DockerError::Unconfirmed,
+                Crossing::Native(error) => classify(error),
+            })
     }
 
     /// [`Self::decide`] then [`Self::dispatch`].
     async fn send<T>(
         &self,
-        action: &'static str,
+        action: DockerAction,
         target: &str,
         sending: impl Future<Output = Result<T, EngineError>>,
     ) -> Result<T, DockerError> {
-        let decision = self.decide(action, target, false);
-        self.dispatch(&decision, sending).await
+        let decided = self.decide(action, target, false);
+        self.dispatch(&decided, sending).await
+    }
+
+    /// Tells the boundary an answer showed a resource of this installation.
+    fn shown(&self, labels: &HashMap<String, String>, decided: &Decided) {
+        if labels.get(INSTALLATION_LABEL) == Some(&self.broker.installation) {
+            self.broker.boundary.ownership_shown(decided);
+        }
     }
 
     fn engine(&self) -> &Engine {
@@ -257,7 +234,7 @@ impl DockerCall<'_> {
     pub async fn version(&self) -> Result<EngineVersion, DockerError> {
         let version: SystemVersion = self
             .send(
-                "version",
+                DockerAction::Version,
                 "",
                 self.engine()
                     .json(Method::GET, &["version"], &[], Body::Empty),
@@ -273,7 +250,7 @@ impl DockerCall<'_> {
     pub async fn info(&self) -> Result<EngineInfo, DockerError> {
         let info: SystemInfo = self
             .send(
-                "info",
+                DockerAction::Info,
                 "",
                 self.engine().json(Method::GET, &["info"], &[], Body::Empty),
             )
@@ -295,7 +272,7 @@ impl DockerCall<'_> {
         segments.push("json");
         let found: ImageInspect = self
             .send(
-                "image-inspect",
+                DockerAction::ImageInspect,
                 image,
                 self.engine().json(Method::GET, &segments, &[], Body::Empty),
             )
@@ -311,11 +288,10 @@ impl DockerCall<'_> {
     /// and it must carry the call's ownership labels.
     async fn owned_container(&self, input: &str) -> Result<Owned, DockerError> {
         let key = container_key(input).map_err(|_| DockerError::Invalid)?;
-        let decision = self.decide("container-inspect", key, false);
-        let fault = decision.1;
+        let decided = self.decide(DockerAction::ContainerInspect, key, false);
         let mut inspected: ContainerInspectResponse = self
             .dispatch(
-                &decision,
+                &decided,
                 self.engine()
                     .json(Method::GET, &["containers", key, "json"], &[], Body::Empty),
             )
@@ -332,7 +308,8 @@ impl DockerCall<'_> {
         }
         let config = inspected.config.get_or_insert_default();
         let labels = config.labels.get_or_insert_default();
-        relabel(labels, fault);
+        self.shown(labels, &decided);
+        relabel(labels, &decided);
         if self.owns(labels) {
             Ok(Owned { id, inspected })
         } else {
@@ -393,7 +370,7 @@ impl DockerCall<'_> {
         let filters = self.label_filter()?;
         let found: Vec<bollard_stubs::models::ContainerSummary> = self
             .send(
-                "container-list",
+                DockerAction::ContainerList,
                 "",
                 self.engine().json(
                     Method::GET,
@@ -430,7 +407,7 @@ impl DockerCall<'_> {
         let body: ContainerCreateBody = self.policy().create_body(&request, labels);
         let created: ContainerCreateResponse = self
             .send(
-                "container-create",
+                DockerAction::ContainerCreate,
                 &request.name,
                 self.engine().json(
                     Method::POST,
@@ -488,10 +465,10 @@ impl DockerCall<'_> {
 
     /// Removes a container the host created that failed verification.
     async fn remove_unverified(&self, id: &str) {
-        let decision = self.decide("container-remove", id, true);
+        let decided = self.decide(DockerAction::ContainerRemove, id, true);
         let removed = self
             .dispatch(
-                &decision,
+                &decided,
                 self.engine().call(
                     Method::DELETE,
                     &["containers", id],
@@ -509,7 +486,7 @@ impl DockerCall<'_> {
     pub async fn container_start(&self, input: &str) -> Result<(), DockerError> {
         let owned = self.usable_container(input).await?;
         self.send(
-            "container-start",
+            DockerAction::ContainerStart,
             &owned.id,
             self.engine().call(
                 Method::POST,
@@ -527,7 +504,7 @@ impl DockerCall<'_> {
         let owned = self.owned_container(input).await?;
         let force = if force { "true" } else { "false" };
         self.send(
-            "container-remove",
+            DockerAction::ContainerRemove,
             &owned.id,
             self.engine().call(
                 Method::DELETE,
@@ -545,7 +522,7 @@ impl DockerCall<'_> {
         let owned = self.owned_container(input).await?;
         let reading: ContainerStatsResponse = self
             .send(
-                "container-stats",
+                DockerAction::ContainerStats,
                 &owned.id,
                 self.engine().json(
                     Method::GET,
@@ -579,16 +556,16 @@ impl DockerCall<'_> {
         if !is_resource_name(name) {
             return Err(DockerError::Invalid);
         }
-        let decision = self.decide("volume-inspect", name, false);
-        let fault = decision.1;
+        let decided = self.decide(DockerAction::VolumeInspect, name, false);
         let mut found: Volume = self
             .dispatch(
-                &decision,
+                &decided,
                 self.engine()
                     .json(Method::GET, &["volumes", name], &[], Body::Empty),
             )
             .await?;
-        relabel(&mut found.labels, fault);
+        self.shown(&found.labels, &decided);
+        relabel(&mut found.labels, &decided);
         if found.name == name && self.volume_is_ours(&found) {
             Ok(())
         } else {
@@ -606,7 +583,7 @@ impl DockerCall<'_> {
         let filters = self.label_filter()?;
         let found: VolumeListResponse = self
             .send(
-                "volume-list",
+                DockerAction::VolumeList,
                 "",
                 self.engine().json(
                     Method::GET,
@@ -642,11 +619,10 @@ impl DockerCall<'_> {
             labels: Some(ownership_labels(&self.broker.installation, reference)),
             ..Default::default()
         };
-        let decision = self.decide("volume-create", name, false);
-        let fault = decision.1;
+        let decided = self.decide(DockerAction::VolumeCreate, name, false);
         let mut created: Volume = self
             .dispatch(
-                &decision,
+                &decided,
                 self.engine().json(
                     Method::POST,
                     &["volumes", "create"],
@@ -655,7 +631,8 @@ impl DockerCall<'_> {
                 ),
             )
             .await?;
-        relabel(&mut created.labels, fault);
+        self.shown(&created.labels, &decided);
+        relabel(&mut created.labels, &decided);
         if created.name == name && self.volume_is_ours(&created) {
             Ok(())
         } else {
@@ -667,7 +644,7 @@ impl DockerCall<'_> {
     pub async fn volume_remove(&self, name: &str) -> Result<(), DockerError> {
         self.owned_volume(name).await?;
         self.send(
-            "volume-remove",
+            DockerAction::VolumeRemove,
             name,
             self.engine()
                 .call(Method::DELETE, &["volumes", name], &[], Body::Empty),
@@ -709,7 +686,7 @@ impl DockerCall<'_> {
             return Err(DockerError::Invalid);
         }
         self.send(
-            "archive-upload",
+            DockerAction::ArchiveUpload,
             &owned.id,
             self.engine().call(
                 Method::PUT,
@@ -733,7 +710,7 @@ impl DockerCall<'_> {
         let config = exec_config(spec);
         let created: IdResponse = self
             .send(
-                "exec-create",
+                DockerAction::ExecCreate,
                 &owned.id,
                 self.engine().json(
                     Method::POST,
@@ -748,7 +725,7 @@ impl DockerCall<'_> {
         }
         let streams = self
             .send(
-                "exec-start",
+                DockerAction::ExecStart,
                 &owned.id,
                 self.engine().exec_start(
                     &created.id,
@@ -767,7 +744,7 @@ impl DockerCall<'_> {
         }
         let inspected: ExecInspectResponse = self
             .send(
-                "exec-inspect",
+                DockerAction::ExecInspect,
                 &owned.id,
                 self.engine().json(
                     Method::GET,

@@ -1,0 +1,384 @@
+//! The capability boundary: the one place every native request of every
+//! capability crosses. Each request is shown to the node binding's hook
+//! (which may record it and inject one fault), never sent once the call's
+//! deadline has passed, bounded by that deadline, and never retried. The
+//! contract suite uses the hook to exercise any vendor's adapter without
+//! knowing its API: it sees typed requests, not the vendor's wire format.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A Docker Engine request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each is the Engine API request of the same name
+pub enum DockerAction {
+    Version,
+    Info,
+    ImageInspect,
+    ContainerInspect,
+    ContainerList,
+    ContainerCreate,
+    ContainerStart,
+    ContainerRemove,
+    ContainerStats,
+    VolumeInspect,
+    VolumeList,
+    VolumeCreate,
+    VolumeRemove,
+    ArchiveUpload,
+    ExecCreate,
+    ExecStart,
+    ExecInspect,
+}
+
+/// An HTTP request, by method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each is the method of the same name
+pub enum HttpAction {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+/// What a native request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A Docker Engine request.
+    Docker(DockerAction),
+    /// An HTTP request to an allowlisted origin.
+    Http(HttpAction),
+}
+
+impl Action {
+    /// The capability the request belongs to.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Action::Docker(_) => "docker",
+            Action::Http(_) => "http",
+        }
+    }
+
+    /// A stable name, e.g. `container-create` or `http-post`.
+    pub fn name(self) -> &'static str {
+        use DockerAction::*;
+        match self {
+            Action::Docker(action) => match action {
+                Version => "version",
+                Info => "info",
+                ImageInspect => "image-inspect",
+                ContainerInspect => "container-inspect",
+                ContainerList => "container-list",
+                ContainerCreate => "container-create",
+                ContainerStart => "container-start",
+                ContainerRemove => "container-remove",
+                ContainerStats => "container-stats",
+                VolumeInspect => "volume-inspect",
+                VolumeList => "volume-list",
+                VolumeCreate => "volume-create",
+                VolumeRemove => "volume-remove",
+                ArchiveUpload => "archive-upload",
+                ExecCreate => "exec-create",
+                ExecStart => "exec-start",
+                ExecInspect => "exec-inspect",
+            },
+            Action::Http(action) => match action {
+                HttpAction::Get => "http-get",
+                HttpAction::Post => "http-post",
+                HttpAction::Put => "http-put",
+                HttpAction::Patch => "http-patch",
+                HttpAction::Delete => "http-delete",
+            },
+        }
+    }
+
+    /// True for requests that only read native state.
+    pub fn is_read(self) -> bool {
+        use DockerAction::*;
+        match self {
+            Action::Docker(action) => matches!(
+                action,
+                Version
+                    | Info
+                    | ImageInspect
+                    | ContainerInspect
+                    | ContainerList
+                    | ContainerStats
+                    | VolumeInspect
+                    | VolumeList
+                    | ExecInspect
+            ),
+            Action::Http(action) => action == HttpAction::Get,
+        }
+    }
+
+    /// True for requests that delete something (cleanup).
+    pub fn is_removal(self) -> bool {
+        matches!(
+            self,
+            Action::Docker(DockerAction::ContainerRemove | DockerAction::VolumeRemove)
+                | Action::Http(HttpAction::Delete)
+        )
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One native request a capability is about to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NativeRequest {
+    /// What the request does.
+    pub action: Action,
+    /// The resource it names (container id or name, volume, image, URL
+    /// path), or empty.
+    pub target: String,
+    /// The host sends this on its own account, not as part of what the
+    /// component asked for: the removal of a container it just created
+    /// that failed verification against the container policy.
+    pub host_cleanup: bool,
+}
+
+impl fmt::Display for NativeRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {}",
+            self.action.capability(),
+            self.action.name(),
+            self.target
+        )
+    }
+}
+
+impl NativeRequest {
+    /// True for requests that delete something (cleanup).
+    pub fn is_removal(&self) -> bool {
+        self.action.is_removal()
+    }
+}
+
+/// A fault injected into one native request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The request is never sent; the component sees `unavailable`.
+    FailBeforeDispatch,
+    /// The request is sent and takes effect; its response is lost
+    /// (`unconfirmed`).
+    LoseResponse,
+    /// The request is sent and takes effect; then the caller's budget runs
+    /// out while waiting, so the whole operation is cancelled.
+    CancelAfterDispatch,
+    /// The response shows the resource as another installation's.
+    ForeignOwnership,
+    /// A removal fails without being sent; other requests pass.
+    FailCleanup,
+}
+
+/// Sees every native request of a node binding; may inject one fault each.
+pub trait NativeHook: Send + Sync + fmt::Debug {
+    /// Called before each request is sent.
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault>;
+
+    /// Called when the native side answered a dispatched request (before
+    /// any injected fault changes what the component sees): `succeeded` is
+    /// false for error statuses and transport failures.
+    fn on_response(&self, request: &NativeRequest, succeeded: bool) {
+        let _ = (request, succeeded);
+    }
+
+    /// Called when the native side answered a dispatched request and its
+    /// answer shows a resource as this installation's (what an injected
+    /// [`Fault::ForeignOwnership`] turns into someone else's).
+    fn on_ownership_shown(&self, request: &NativeRequest) {
+        let _ = request;
+    }
+
+    /// Called when the component calls a capability function, before the
+    /// host's policy decides anything: an attempt the host refuses (e.g.
+    /// removing a foreign volume) is still the component's attempt.
+    fn on_call(&self, capability: &'static str, function: &'static str, target: &str) {
+        let _ = (capability, function, target);
+    }
+}
+
+/// A request shown to the hook, with the fault it chose.
+pub(crate) struct Decided {
+    pub(crate) request: NativeRequest,
+    pub(crate) fault: Option<Fault>,
+}
+
+impl Decided {
+    /// True when the response must show the resource as someone else's.
+    pub(crate) fn shows_foreign(&self) -> bool {
+        self.fault == Some(Fault::ForeignOwnership)
+    }
+}
+
+/// How a request ended without its native answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Crossing<E> {
+    /// It was never sent (the deadline had passed, or an injected failure).
+    NotSent,
+    /// A removal failed without being sent (injected cleanup failure).
+    CleanupFailed,
+    /// It may have taken effect; its answer was lost or cut off.
+    Lost,
+    /// The native side answered with this error.
+    Native(E),
+}
+
+/// The boundary of one node binding: its hook.
+#[derive(Clone, Default)]
+pub(crate) struct Boundary {
+    hook: Option<Arc<dyn NativeHook>>,
+}
+
+impl Boundary {
+    /// The boundary of a binding with `hook` (none in production).
+    pub(crate) fn new(hook: Option<Arc<dyn NativeHook>>) -> Self {
+        Self { hook }
+    }
+
+    /// Shows the hook a call the component made.
+    pub(crate) fn note_call(&self, capability: &'static str, function: &'static str, target: &str) {
+        if let Some(hook) = &self.hook {
+            hook.on_call(capability, function, target);
+        }
+    }
+
+    /// Tells the hook the answer to `decided` showed a resource as this
+    /// installation's.
+    pub(crate) fn ownership_shown(&self, decided: &Decided) {
+        if let Some(hook) = &self.hook {
+            hook.on_ownership_shown(&decided.request);
+        }
+    }
+
+    /// Shows the request to the hook, which may choose a fault for it.
+    pub(crate) fn decide(&self, action: Action, target: &str, host_cleanup: bool) -> Decided {
+        let request = NativeRequest {
+            action,
+            target: target.to_string(),
+            host_cleanup,
+        };
+        let fault = self
+            .hook
+            .as_ref()
+            .and_then(|hook| hook.on_request(&request));
+        Decided { request, fault }
+    }
+
+    /// Sends one request within `deadline`, applying the decided fault. A
+    /// request is never sent once the deadline has passed; one cut off by
+    /// it is lost. Nothing is retried.
+    pub(crate) async fn dispatch<T, E>(
+        &self,
+        decided: &Decided,
+        deadline: Instant,
+        sending: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, Crossing<E>> {
+        if Instant::now() >= deadline || decided.fault == Some(Fault::FailBeforeDispatch) {
+            return Err(Crossing::NotSent);
+        }
+        if decided.request.is_removal() && decided.fault == Some(Fault::FailCleanup) {
+            return Err(Crossing::CleanupFailed);
+        }
+        let outcome = tokio::time::timeout_at(deadline.into(), sending).await;
+        if let Some(hook) = &self.hook {
+            hook.on_response(&decided.request, matches!(outcome, Ok(Ok(_))));
+        }
+        match decided.fault {
+            Some(Fault::LoseResponse) => return Err(Crossing::Lost),
+            Some(Fault::CancelAfterDispatch) => {
+                tokio::time::sleep_until(deadline.into()).await;
+                return Err(Crossing::Lost);
+            }
+            _ => {}
+        }
+        match outcome {
+            Ok(result) => result.map_err(Crossing::Native),
+            Err(_) => Err(Crossing::Lost),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    #[derive(Debug, Default)]
+    struct Inject(Mutex<Option<Fault>>);
+
+    impl NativeHook for Inject {
+        fn on_request(&self, _: &NativeRequest) -> Option<Fault> {
+            *self.0.lock().expect("lock")
+        }
+    }
+
+    fn boundary(fault: Option<Fault>) -> Boundary {
+        Boundary::new(Some(Arc::new(Inject(Mutex::new(fault)))))
+    }
+
+    async fn send(fault: Option<Fault>, action: Action) -> (Result<u8, Crossing<()>>, bool) {
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        let boundary = boundary(fault);
+        let decided = boundary.decide(action, "x", false);
+        let deadline = Instant::now() + Duration::from_millis(50);
+        let outcome = boundary
+            .dispatch(&decided, deadline, async {
+                sent.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok::<u8, ()>(7)
+            })
+            .await;
+        (outcome, sent.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    #[tokio::test]
+    async fn each_fault_acts_the_same_for_every_capability() {
+        let post = Action::Http(HttpAction::Post);
+        let create = Action::Docker(DockerAction::VolumeCreate);
+        for action in [post, create] {
+            assert_eq!(send(None, action).await, (Ok(7), true));
+            assert_eq!(
+                send(Some(Fault::FailBeforeDispatch), action).await,
+                (Err(Crossing::NotSent), false)
+            );
+            assert_eq!(
+                send(Some(Fault::LoseResponse), action).await,
+                (Err(Crossing::Lost), true)
+            );
+            assert_eq!(
+                send(Some(Fault::CancelAfterDispatch), action).await,
+                (Err(Crossing::Lost), true)
+            );
+        }
+        for removal in [
+            Action::Http(HttpAction::Delete),
+            Action::Docker(DockerAction::VolumeRemove),
+        ] {
+            assert_eq!(
+                send(Some(Fault::FailCleanup), removal).await,
+                (Err(Crossing::CleanupFailed), false)
+            );
+        }
+        assert_eq!(send(Some(Fault::FailCleanup), post).await, (Ok(7), true));
+    }
+
+    #[test]
+    fn actions_name_their_capability_and_kind() {
+        assert_eq!(Action::Docker(DockerAction::ExecStart).name(), "exec-start");
+        assert_eq!(Action::Http(HttpAction::Delete).to_string(), "http-delete");
+        assert!(Action::Http(HttpAction::Get).is_read());
+        assert!(!Action::Http(HttpAction::Post).is_read());
+        assert!(Action::Docker(DockerAction::ContainerStats).is_read());
+        assert!(Action::Docker(DockerAction::ContainerRemove).is_removal());
+    }
+}
