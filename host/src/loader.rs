@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often guest CPU time is checked against deadlines.
@@ -102,11 +102,7 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(|_| EngineError)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|_| EngineError)?;
-        crate::bindings::Provider::add_to_linker::<CallState, HasSelf<CallState>>(
-            &mut linker,
-            |state| state,
-        )
-        .map_err(|_| EngineError)?;
+        crate::capability::add_to_linker(&mut linker).map_err(|_| EngineError)?;
         let ticking = Arc::new(AtomicBool::new(true));
         let (weak, flag) = (engine.weak(), ticking.clone());
         std::thread::Builder::new()

@@ -4,9 +4,11 @@
 //! by the host so the component never holds it, and every request crosses
 //! the capability boundary (recorded, faults injected, never retried).
 
-use crate::bindings::oac::sandbox_provider::http::{HttpError, Method, Request, Response};
+use crate::bindings::oac::sandbox_provider::http::{self, HttpError, Method, Request, Response};
 use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction};
+use crate::state::CallState;
 use std::time::Instant;
+use wasmtime::component::{HasSelf, Linker};
 
 /// Largest request or response body: 8 MiB.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -167,6 +169,19 @@ impl HttpBroker {
         rewritten.extend_from_slice(rest);
         response.body = rewritten;
     }
+}
+
+impl http::Host for CallState {
+    async fn send(&mut self, request: Request) -> Result<Response, HttpError> {
+        let broker = &self.capabilities.http;
+        broker.note_call(&request.url);
+        broker.send(request, self.deadline).await
+    }
+}
+
+/// Links the `http` import.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    http::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The `log` capability: component events into `tracing`, bounded, with
 //! event codes checked and the installation's credential redacted.
 
-use crate::bindings::oac::sandbox_provider::log::Level;
+use crate::bindings::oac::sandbox_provider::log::{self, Level};
+use crate::state::CallState;
+use wasmtime::component::{HasSelf, Linker};
 
 /// Fields kept per event.
 pub const MAX_FIELDS: usize = 16;
@@ -46,4 +48,22 @@ pub fn emit(
         Level::Warn => tracing::warn!(target: "provider", kind, event, fields),
         Level::Error => tracing::error!(target: "provider", kind, event, fields),
     }
+}
+
+impl log::Host for CallState {
+    async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
+        let capabilities = &self.capabilities;
+        emit(
+            &capabilities.kind,
+            capabilities.credential.as_deref(),
+            severity,
+            &event,
+            &fields,
+        );
+    }
+}
+
+/// Links the `log` import.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    log::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
 }

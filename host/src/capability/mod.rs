@@ -3,9 +3,9 @@
 //! grants: an ungranted capability answers `denied` before any I/O.
 
 pub mod boundary;
+mod context;
 pub mod docker;
 pub(crate) mod http;
-mod linking;
 pub(crate) mod log;
 pub(crate) mod scope;
 
@@ -27,6 +27,24 @@ pub(crate) struct Capabilities {
     /// The credential, kept host-side for the HTTP capability and log redaction.
     pub credential: Option<String>,
 }
+
+/// Links every capability import (and the shared `types` interface), one
+/// capability at a time, each by its own module.
+pub(crate) fn add_to_linker(
+    linker: &mut wasmtime::component::Linker<crate::state::CallState>,
+) -> wasmtime::Result<()> {
+    use wasmtime::component::HasSelf;
+    crate::bindings::oac::sandbox_provider::types::add_to_linker::<
+        crate::state::CallState,
+        HasSelf<crate::state::CallState>,
+    >(linker, |state| state)?;
+    context::add_to_linker(linker)?;
+    docker::imports::add_to_linker(linker)?;
+    http::add_to_linker(linker)?;
+    log::add_to_linker(linker)
+}
+
+impl crate::bindings::oac::sandbox_provider::types::Host for crate::state::CallState {}
 
 /// Shared handle to a kind's capabilities.
 pub(crate) type SharedCapabilities = Arc<Capabilities>;

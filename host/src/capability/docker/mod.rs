@@ -7,6 +7,7 @@
 
 mod archive;
 mod engine;
+pub(crate) mod imports;
 pub mod policy;
 pub(crate) mod request;
 

@@ -1,44 +1,11 @@
-//! Wires the capability brokers to the component's imports.
+//! The component's `docker` imports: each function a broker call bound to
+//! the call's allocations and deadline, shown to the boundary's hook first
+//! (before any policy decision).
 
-use crate::bindings::oac::sandbox_provider::{context, docker, http, log, types};
+use super::DockerCall;
+use crate::bindings::oac::sandbox_provider::docker;
 use crate::state::CallState;
-use std::time::Instant;
-
-impl types::Host for CallState {}
-
-impl context::Host for CallState {
-    async fn installation_id(&mut self) -> String {
-        self.capabilities.installation_id.clone()
-    }
-    async fn configuration(&mut self) -> String {
-        self.capabilities.configuration.clone()
-    }
-    async fn remaining_budget_ms(&mut self) -> u32 {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        u32::try_from(left.as_millis()).unwrap_or(u32::MAX)
-    }
-}
-
-impl log::Host for CallState {
-    async fn emit(&mut self, severity: log::Level, event: String, fields: Vec<(String, String)>) {
-        let capabilities = &self.capabilities;
-        crate::capability::log::emit(
-            &capabilities.kind,
-            capabilities.credential.as_deref(),
-            severity,
-            &event,
-            &fields,
-        );
-    }
-}
-
-impl http::Host for CallState {
-    async fn send(&mut self, request: http::Request) -> Result<http::Response, http::HttpError> {
-        let broker = &self.capabilities.http;
-        broker.note_call(&request.url);
-        broker.send(request, self.deadline).await
-    }
-}
+use wasmtime::component::{HasSelf, Linker};
 
 impl CallState {
     /// The Docker broker bound to this call's allocations and deadline,
@@ -48,7 +15,7 @@ impl CallState {
         &self,
         function: &'static str,
         target: &str,
-    ) -> Result<crate::capability::docker::DockerCall<'_>, docker::DockerError> {
+    ) -> Result<DockerCall<'_>, docker::DockerError> {
         let broker = self
             .capabilities
             .docker
@@ -147,4 +114,9 @@ impl docker::Host for CallState {
             .exec(&container, &spec)
             .await
     }
+}
+
+/// Links the `docker` import (ungranted, every function answers `denied`).
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    docker::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
 }
