@@ -1,17 +1,70 @@
 //! Per-call costs of the host, each next to a baseline measured in the same
 //! run: a trivial operation (fresh instance + one export call), and a
 //! trivial operation with one Docker capability call versus the same engine
-//! request made directly with bollard. The engine is the in-process fake
-//! from the tests, so the numbers isolate the host's overhead.
-
-#[path = "../tests/support/mod.rs"]
-mod support;
+//! request made directly with bollard. The engine is the fixtures' fake
+//! Docker Engine, so the numbers isolate the host's overhead.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sandbox_host::Budget;
+use oac_fixtures::docker_engine::FakeDockerEngine;
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::host::Connect;
+use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::Reference;
+use sandbox_host::{Budget, Host, NodeBinding, Registration, Runtime, registry};
 use serde_json::json;
-use support::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The staged steerable test component under `kind`, steered by its
+/// configuration, granted the engine at `socket`.
+async fn load_steered(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
+    let row = registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "steerable")
+        .expect("the builtin table has the steerable kind");
+    let settings = PolicySettings {
+        image: format!("sha256:{}", "0".repeat(64)),
+        network: "none".into(),
+        seccomp_profile: PathBuf::new(),
+        cpus: 1.0,
+        memory_mib: 256,
+        pids_limit: 128,
+        nested_sandbox: false,
+    };
+    let policy = ContainerPolicy::new(&settings, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into())
+        .expect("policy");
+    let table: Vec<Registration> = kinds
+        .iter()
+        .map(|(kind, _)| Registration {
+            kind: kind.to_string(),
+            ..row.clone()
+        })
+        .collect();
+    let bindings = kinds
+        .iter()
+        .map(|(kind, configuration)| {
+            let binding = NodeBinding {
+                installation_id: "bench".into(),
+                docker_socket: Some(socket.to_path_buf()),
+                container_policy: Some(policy.clone()),
+                configuration: configuration.clone(),
+                credential: None,
+                hook: None,
+            };
+            (kind.to_string(), binding)
+        })
+        .collect::<BTreeMap<_, _>>();
+    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    Host::load(
+        Runtime::new().expect("engine"),
+        &table,
+        &plugins,
+        &bindings,
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads (run `cargo xtask build-plugins` first)")
+}
 
 fn reference() -> Reference {
     Reference {
@@ -24,16 +77,16 @@ fn reference() -> Reference {
 fn calls(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let (engine, host) = rt.block_on(async {
-        let engine = FakeEngine::start().await;
+        let engine = FakeDockerEngine::start().await.expect("fake engine");
         let kinds = [
             ("trivial", json!({ "action": "none" })),
             ("capability", json!({ "action": "version" })),
         ];
-        let host = load_steered(&engine.socket, &kinds).await;
+        let host = load_steered(engine.socket(), &kinds).await;
         (engine, host)
     });
     let direct = bollard::Docker::connect_with_unix(
-        engine.socket.to_str().expect("path"),
+        engine.socket().to_str().expect("path"),
         30,
         bollard::API_DEFAULT_VERSION,
     )

@@ -4,15 +4,13 @@
 //! `scripts/docker-engine.sh start`). Without it these tests print SKIPPED
 //! and pass, unless `OAC_REQUIRE_DOCKER=1`, where they fail instead.
 
-mod support;
-
+use crate::support::*;
 use bollard::Docker;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::json;
 use std::path::Path;
-use support::*;
 
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -31,7 +29,7 @@ fn reference(allocation: &str) -> Reference {
 }
 
 async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
-    support::load_steered(socket, kinds).await
+    crate::support::load_steered(socket, kinds).await
 }
 
 fn direct(socket: &Path) -> Docker {

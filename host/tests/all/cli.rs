@@ -101,18 +101,16 @@ fn a_missing_plugin_directory_is_reported_not_panicked() {
     assert!(!stderr.contains("panicked"));
 }
 
-mod support;
-
 /// Writes a container policy file (and its seccomp profile) into `dir`.
 fn policy_file(dir: &std::path::Path) -> String {
     let seccomp = dir.join("seccomp.json");
-    std::fs::write(&seccomp, support::SMALL_SECCOMP).expect("seccomp");
+    std::fs::write(&seccomp, crate::support::SMALL_SECCOMP).expect("seccomp");
     let policy = dir.join("policy.toml");
     std::fs::write(
         &policy,
         format!(
             "image = \"{}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
-            support::NO_IMAGE,
+            crate::support::NO_IMAGE,
             seccomp.display()
         ),
     )
@@ -122,7 +120,7 @@ fn policy_file(dir: &std::path::Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
-    let engine = support::FakeEngine::start().await;
+    let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = policy_file(dir.path());
     let socket = engine.socket.to_string_lossy().into_owned();
@@ -189,7 +187,7 @@ fn node_files(dir: &std::path::Path, engine: &std::path::Path) -> (String, Strin
     let socket = dir.join("node.sock");
     let config = dir.join("node.toml");
     let seccomp = dir.join("seccomp.json");
-    std::fs::write(&seccomp, support::SMALL_SECCOMP).expect("seccomp");
+    std::fs::write(&seccomp, crate::support::SMALL_SECCOMP).expect("seccomp");
     std::fs::write(
         &config,
         format!(
@@ -214,7 +212,7 @@ action = "none"
             plugins = plugins(),
             socket = socket.display(),
             engine = engine.display(),
-            image = support::NO_IMAGE,
+            image = crate::support::NO_IMAGE,
             seccomp = seccomp.display(),
         ),
     )
@@ -228,7 +226,7 @@ action = "none"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
-    let engine = support::FakeEngine::start().await;
+    let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, socket, token) = node_files(dir.path(), &engine.socket);
     let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
@@ -307,7 +305,7 @@ fn serve_refuses_a_bad_configuration_clearly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_never_replaces_a_file_that_is_not_a_socket() {
-    let engine = support::FakeEngine::start().await;
+    let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, socket, _) = node_files(dir.path(), &engine.socket);
     std::fs::write(&socket, "precious").expect("file");

@@ -1,15 +1,13 @@
 //! The `http` capability reaches only the kind's allowlisted origins, never
 //! follows a redirect, and sends nothing for a denied request.
 
-mod support;
-
+use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Registration};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use support::*;
 
 /// A loopback HTTP server recording request paths; `/redirect` answers 302
 /// to `/target`.

@@ -4,8 +4,7 @@
 //! response is lost. The engine comes from `OAC_DOCKER_SOCKET`; without it
 //! these tests print SKIPPED and pass, unless `OAC_REQUIRE_DOCKER=1`.
 
-mod support;
-
+use crate::support::*;
 use bollard::Docker;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::{self, Policy};
@@ -17,7 +16,6 @@ use serde_json::json;
 use sha2::Digest;
 use std::collections::BTreeMap;
 use std::path::Path;
-use support::*;
 
 const CANARY: &str = "canary-daemon-credential-7f3a";
 

@@ -2,15 +2,13 @@
 //! stopped, reported as unconfirmed (never success), and the host keeps
 //! serving other calls, including concurrently.
 
-mod support;
-
+use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use support::*;
 
 fn reference() -> Reference {
     Reference {

@@ -1,17 +1,15 @@
 //! Declaration validation against a real component: each rejection rule,
 //! and a valid declaration.
 
-mod support;
-
 use sandbox_host::contract::Operation;
 
+use crate::support::*;
 use sandbox_host::HostError;
 use sandbox_host::declaration::{Decision, DeclarationError};
 use sandbox_host::host::Connect;
 use sandbox_host::loader::LoadError;
 use sandbox_host::registry::{Grants, Mode};
 use serde_json::json;
-use support::*;
 
 async fn load_declaring(declaration: &str, mode: Mode) -> Result<sandbox_host::Host, HostError> {
     let mut registration = steerable("steerable");

@@ -3,8 +3,7 @@
 //! other, and a recording fake Docker Engine behind the node to show what
 //! ran natively.
 
-mod support;
-
+use crate::support::*;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::wire::{
@@ -25,7 +24,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::FakeEngine;
 
 const TOKEN: &str = "transport-test-token-0123456789";
 
@@ -59,7 +57,7 @@ async fn serve_on(
     read_timeout: Duration,
 ) -> Served {
     let engine = FakeEngine::start().await;
-    let host = Arc::new(support::load_steered(&engine.socket, kinds).await);
+    let host = Arc::new(crate::support::load_steered(&engine.socket, kinds).await);
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("node.sock");
     let token = token_in(dir.path());
@@ -496,7 +494,7 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
 #[tokio::test]
 async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
-    let lossy = support::proxy::Proxy::start(node.socket.clone()).await;
+    let lossy = crate::support::proxy::Proxy::start(node.socket.clone()).await;
     let client = NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), node.token.expose())
         .expect("client");
     let provider = RemoteProvider::connect(client, "probe", budget(5_000))

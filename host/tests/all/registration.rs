@@ -2,15 +2,13 @@
 //! or compiled: these rows point at components that do not exist, so any
 //! error other than the registration error would show a later step ran.
 
-mod support;
-
+use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::loader::LoadError;
 use sandbox_host::registry::{DigestSource, Mode, RegistrationError};
 use sandbox_host::{Host, HostError, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
-use support::*;
 
 fn missing_component(kind: &str) -> Registration {
     Registration {

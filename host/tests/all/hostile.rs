@@ -6,13 +6,8 @@
 //! frames. The real-engine side (settings seen from inside a container) is
 //! in `docker_engine.rs`.
 
-#[path = "../../contract-suite/src/fixtures/docker_engine.rs"]
-#[allow(dead_code, missing_docs)]
-mod docker_engine;
-mod support;
-
+use crate::support::*;
 use bollard::Docker;
-use docker_engine::FakeDockerEngine;
 use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
@@ -21,7 +16,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use support::*;
 
 fn reference(allocation: &str) -> Reference {
     Reference {

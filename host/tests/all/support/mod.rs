@@ -1,5 +1,5 @@
-//! Shared helpers for the host's tests and benchmarks: the staged test
-//! component, registry rows around it, and a recording fake Docker Engine.
+//! Shared helpers for the host's tests: the staged test component, registry
+//! rows around it, container policies, and the fixtures' fake engine.
 
 #![allow(dead_code, missing_docs)]
 
@@ -11,13 +11,13 @@ pub use sandbox_host::provider::{CheckpointProvider, ConfigurationProvider, Sand
 use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 pub const INSTALLATION: &str = "inst-test";
 
 pub mod proxy;
-#[path = "../../../contract-suite/src/fixtures/runtime_image.rs"]
-pub mod runtime_image;
+pub use oac_fixtures::docker_engine::FakeDockerEngine;
+pub use oac_fixtures::runtime_image;
 
 /// The Docker Engine the real-engine tests use, from `OAC_DOCKER_SOCKET`.
 /// Without one they print SKIPPED and pass, unless `OAC_REQUIRE_DOCKER=1`.
@@ -163,94 +163,52 @@ pub async fn load_steered(socket: &std::path::Path, kinds: &[(&str, serde_json::
     .expect("host loads and connects to the engine (run `cargo xtask build-plugins` first)")
 }
 
-/// A fake Docker Engine on a Unix socket that answers `/version`, serves
-/// volumes labelled for a foreign installation, refuses the rest, and
-/// records every request except `/version`.
+/// The fixtures' stateful fake Docker Engine as these tests use it: with
+/// its socket at hand and the host's construction check (`GET /version`)
+/// left out of what it recorded.
 pub struct FakeEngine {
     pub socket: PathBuf,
-    pub requests: Arc<Mutex<Vec<String>>>,
-    /// Every request's path and query as sent, version prefix included.
-    pub raw: Arc<Mutex<Vec<String>>>,
-    _dir: tempfile::TempDir,
+    engine: FakeDockerEngine,
+}
+
+impl std::ops::Deref for FakeEngine {
+    type Target = FakeDockerEngine;
+    fn deref(&self) -> &FakeDockerEngine {
+        &self.engine
+    }
 }
 
 impl FakeEngine {
     pub async fn start() -> Self {
-        Self::start_with_api("1.45").await
-    }
-
-    /// A fake engine that reports `api` as its API version.
-    pub async fn start_with_api(api: &'static str) -> Self {
-        use axum::extract::Request;
-        use axum::http::StatusCode;
-        use axum::response::IntoResponse;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("engine.sock");
-        let requests: Arc<Mutex<Vec<String>>> = Arc::default();
-        let raw: Arc<Mutex<Vec<String>>> = Arc::default();
-        let recorded = requests.clone();
-        let recorded_raw = raw.clone();
-        let handler = move |request: Request| {
-            let recorded = recorded.clone();
-            let recorded_raw = recorded_raw.clone();
-            async move {
-                recorded_raw.lock().expect("lock").push(
-                    request
-                        .uri()
-                        .path_and_query()
-                        .map(|p| p.to_string())
-                        .unwrap_or_default(),
-                );
-                let path = request.uri().path().to_string();
-                let path = match path.strip_prefix("/v1.") {
-                    Some(rest) => rest
-                        .split_once('/')
-                        .map(|(_, p)| format!("/{p}"))
-                        .unwrap_or_default(),
-                    None => path,
-                };
-                if path == "/version" {
-                    let body = format!(
-                        r#"{{"Version":"26.1.5","ApiVersion":"{api}","MinAPIVersion":"1.24"}}"#
-                    );
-                    return (StatusCode::OK, [("content-type", "application/json")], body)
-                        .into_response();
-                }
-                recorded
-                    .lock()
-                    .expect("lock")
-                    .push(format!("{} {}", request.method(), path));
-                if request.method() == "GET" && path.starts_with("/volumes/") {
-                    let name = path.trim_start_matches("/volumes/");
-                    let body = format!(
-                        r#"{{"Name":"{name}","Driver":"local","Mountpoint":"/x","Scope":"local","Options":{{}},"Labels":{{"io.oac.installation":"someone-else"}}}}"#
-                    );
-                    return (StatusCode::OK, [("content-type", "application/json")], body)
-                        .into_response();
-                }
-                let body = r#"{"message":"native engine text that must never leak"}"#;
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    [("content-type", "application/json")],
-                    body.to_string(),
-                )
-                    .into_response()
-            }
-        };
-        let router = axum::Router::new().fallback(handler);
-        let listener = tokio::net::UnixListener::bind(&socket).expect("bind fake engine");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
+        let engine = FakeDockerEngine::start().await.expect("fake engine");
         Self {
-            socket,
-            requests,
-            raw,
-            _dir: dir,
+            socket: engine.socket().to_path_buf(),
+            engine,
         }
     }
 
+    /// A fake engine that reports `api` as its API version.
+    pub async fn start_with_api(api: &str) -> Self {
+        let engine = Self::start().await;
+        engine.report_api_version(api);
+        engine
+    }
+
+    /// Every request but the construction check, as `METHOD /path`.
     pub fn recorded(&self) -> Vec<String> {
-        self.requests.lock().expect("lock").clone()
+        self.engine
+            .requests()
+            .into_iter()
+            .filter(|request| request != "GET /version")
+            .collect()
+    }
+
+    /// Seeds a volume labelled for another installation.
+    pub fn seed_foreign_volume(&self, name: &str) {
+        let labels = std::collections::BTreeMap::from([(
+            "io.oac.installation".to_string(),
+            "someone-else".to_string(),
+        )]);
+        self.engine.insert_volume(name, labels);
     }
 }

@@ -3,14 +3,12 @@
 //! engine here is a recording fake, so "no request" is checked literally.
 //! (`hostile.rs` attacks each container-policy rule.)
 
-mod support;
-
+use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::json;
-use support::*;
 
 fn reference() -> Reference {
     Reference {
@@ -38,6 +36,7 @@ async fn outcome_of(
     configuration: serde_json::Value,
 ) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     let engine = FakeEngine::start().await;
+    engine.seed_foreign_volume("oac-victim");
     let host = steered_with(&engine, configuration).await;
     let answer = host
         .kind("steerable")
@@ -78,8 +77,8 @@ async fn a_well_formed_spec_reaches_the_engine_once() {
     let (answer, recorded) = outcome("container-create").await;
     assert_eq!(
         answer,
-        Err(Error::ComputeUnconfirmed),
-        "the fake engine refuses creation"
+        Err(Error::NotFound),
+        "the policy's image is not on the fake engine"
     );
     assert_eq!(recorded, vec!["POST /containers/create".to_string()]);
 }
@@ -97,7 +96,7 @@ async fn every_engine_request_names_the_pinned_api_version() {
         .expect("a loaded kind")
         .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
         .await;
-    let raw = engine.raw.lock().expect("lock").clone();
+    let raw = engine.raw_requests();
     // The construction check asks the unversioned /version (an older engine
     // refuses versioned paths); everything after it names v1.45.
     assert_eq!(raw.first().map(String::as_str), Some("/version"));
@@ -134,7 +133,10 @@ async fn an_ungranted_capability_is_denied_without_io() {
 async fn native_error_text_never_reaches_the_caller() {
     let (answer, _) = outcome("container-create").await;
     let shown = format!("{answer:?}");
-    assert!(!shown.contains("native engine text"), "{shown}");
+    assert!(
+        !shown.contains(oac_fixtures::docker_engine::NATIVE_ERROR_CANARY),
+        "{shown}"
+    );
 }
 
 #[tokio::test]
@@ -142,6 +144,7 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     use sandbox_host::types::UnsupportedOperation;
     use sandbox_host::types::{Compute, SnapshotIdentity, SuspendRequest, Target};
     let engine = FakeEngine::start().await;
+    engine.seed_foreign_volume("oac-victim");
     let host = steered(&engine, "volume-inspect").await;
     let budget = Budget::from_millis(5_000).expect("budget");
     let compute = Compute {

@@ -1,0 +1,18 @@
+//! The host's integration tests, one binary (each binary links wasmtime,
+//! so one binary builds and links once). The Docker Engine tests run
+//! against `OAC_DOCKER_SOCKET` (`cargo xtask test` starts a private engine
+//! when none is given) and print SKIPPED without one, unless
+//! `OAC_REQUIRE_DOCKER=1`.
+
+mod support;
+
+mod cli;
+mod declarations;
+mod docker_adapter;
+mod docker_engine;
+mod hostile;
+mod http;
+mod isolation;
+mod limits;
+mod registration;
+mod transport;
