@@ -1,0 +1,101 @@
+//! What the node supplies to each kind when the host runs in this process
+//! (`validate`, `describe`, `probe`, `call`): the plugin directory, the
+//! installation, the engine socket, the container policy, configurations.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::host::Connect;
+use sandbox_host::{Host, NodeBinding, Runtime, registry};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where components are and what the node supplies to each kind.
+#[derive(Args)]
+pub struct NodeArgs {
+    /// Directory of staged components (`cargo xtask build-plugins` output).
+    #[arg(long, default_value = "target/plugins")]
+    plugins: PathBuf,
+    /// Installation id: the value of every `io.oac.installation` label.
+    #[arg(long, default_value = "default")]
+    installation: String,
+    /// Docker Engine Unix socket for kinds granted Docker (never DOCKER_HOST).
+    #[arg(long, default_value = "/var/run/docker.sock")]
+    docker_socket: PathBuf,
+    /// The container policy of kinds granted Docker: a TOML file with the
+    /// keys of a node configuration's `[kinds.<kind>.container_policy]`
+    /// (image, network, seccomp_profile, cpus, memory_mib, pids_limit,
+    /// nested_sandbox). Needed by commands that reach the engine.
+    #[arg(long, value_name = "FILE")]
+    container_policy: Option<PathBuf>,
+    /// A kind's own configuration as a JSON object: `KIND=JSON`, or
+    /// `KIND=@FILE` to read it from a file (repeatable).
+    #[arg(long = "configuration", value_name = "KIND=JSON")]
+    configurations: Vec<String>,
+}
+
+impl NodeArgs {
+    /// Reads `--container-policy`; relative paths in it are relative to the
+    /// working directory.
+    fn container_policy(&self) -> Result<Option<ContainerPolicy>> {
+        let Some(path) = &self.container_policy else {
+            return Ok(None);
+        };
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let settings: PolicySettings = toml::from_str(&text)
+            .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.message()))?;
+        Ok(Some(ContainerPolicy::load(&settings, Path::new(""))?))
+    }
+
+    /// Every builtin kind's binding.
+    fn bindings(&self) -> Result<BTreeMap<String, NodeBinding>> {
+        let policy = self.container_policy()?;
+        let mut configurations = BTreeMap::new();
+        for entry in &self.configurations {
+            let (kind, text) = entry
+                .split_once('=')
+                .context("--configuration takes KIND=JSON")?;
+            let text = match text.strip_prefix('@') {
+                Some(path) => std::fs::read_to_string(path).with_context(|| {
+                    format!("reading the configuration of `{kind}` from {path}")
+                })?,
+                None => text.to_string(),
+            };
+            let value: Value = serde_json::from_str(&text)
+                .with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
+            configurations.insert(kind.to_string(), value);
+        }
+        Ok(registry::builtin()
+            .into_iter()
+            .map(|registration| {
+                let granted = registration.grants.docker;
+                let binding = NodeBinding {
+                    installation_id: self.installation.clone(),
+                    docker_socket: granted.then(|| self.docker_socket.clone()),
+                    container_policy: policy.clone().filter(|_| granted),
+                    configuration: configurations
+                        .remove(&registration.kind)
+                        .unwrap_or_else(|| json!({})),
+                    credential: None,
+                    hook: None,
+                };
+                (registration.kind, binding)
+            })
+            .collect())
+    }
+
+    /// Loads every builtin kind (connecting its capabilities or not).
+    pub async fn load(&self, connect: Connect) -> Result<Host> {
+        let runtime = Runtime::new().context("creating the WebAssembly engine")?;
+        Ok(Host::load(
+            runtime,
+            &registry::builtin(),
+            &self.plugins,
+            &self.bindings()?,
+            connect,
+        )
+        .await?)
+    }
+}
