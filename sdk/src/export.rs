@@ -31,6 +31,125 @@ use oac_contract::{Interface, Operation};
 ///     discover_configuration: "vendor_has_no_catalog",
 /// });
 /// ```
+///
+/// What the compiler holds the adapter to (each block below is compiled by
+/// `cargo test` in the SDK). Every group written with a valid reason
+/// compiles:
+///
+/// ```no_run
+/// # use oac_provider_sdk::prelude::*;
+/// # struct Minimal;
+/// # impl Sandbox for Minimal {
+/// #     fn create(_: Bootstrap) -> Result<Info, Failure> { Err(Error::Invalid.into()) }
+/// #     fn get_info(_: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
+/// #     fn renew(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn kill(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn run_command(_: Reference, _: Command) -> Result<CommandResult, Error> {
+/// #         Err(Error::NotFound)
+/// #     }
+/// # }
+/// # impl Readiness for Minimal { fn probe() -> Vec<Diagnostic> { Vec::new() } }
+/// export_provider!(Minimal {
+///     requirements: { credential: NotRequired, public_origin: NotRequired },
+///     checkpoint: "no_snapshots",
+///     observe: "no_metrics",
+///     observe_batch: "no_metrics",
+///     discover_selection: "no_catalog",
+///     verify_credential: "no_credentials",
+///     configuration: "no_configuration",
+///     with_credential: "no_credentials",
+///     discover_configuration: "no_catalog",
+/// });
+/// # fn main() {}
+/// ```
+///
+/// A reason that is not a reason code does not:
+///
+/// ```compile_fail
+/// # use oac_provider_sdk::prelude::*;
+/// # struct Minimal;
+/// # impl Sandbox for Minimal {
+/// #     fn create(_: Bootstrap) -> Result<Info, Failure> { Err(Error::Invalid.into()) }
+/// #     fn get_info(_: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
+/// #     fn renew(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn kill(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn run_command(_: Reference, _: Command) -> Result<CommandResult, Error> {
+/// #         Err(Error::NotFound)
+/// #     }
+/// # }
+/// # impl Readiness for Minimal { fn probe() -> Vec<Diagnostic> { Vec::new() } }
+/// export_provider!(Minimal {
+///     requirements: { credential: NotRequired, public_origin: NotRequired },
+///     checkpoint: "no_snapshots",
+///     observe: "No metrics here",
+///     observe_batch: "no_metrics",
+///     discover_selection: "no_catalog",
+///     verify_credential: "no_credentials",
+///     configuration: "no_configuration",
+///     with_credential: "no_credentials",
+///     discover_configuration: "no_catalog",
+/// });
+/// # fn main() {}
+/// ```
+///
+/// Nor does leaving a group out (here `checkpoint`): every decision is
+/// written down.
+///
+/// ```compile_fail
+/// # use oac_provider_sdk::prelude::*;
+/// # struct Minimal;
+/// # impl Sandbox for Minimal {
+/// #     fn create(_: Bootstrap) -> Result<Info, Failure> { Err(Error::Invalid.into()) }
+/// #     fn get_info(_: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
+/// #     fn renew(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn kill(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn run_command(_: Reference, _: Command) -> Result<CommandResult, Error> {
+/// #         Err(Error::NotFound)
+/// #     }
+/// # }
+/// # impl Readiness for Minimal { fn probe() -> Vec<Diagnostic> { Vec::new() } }
+/// export_provider!(Minimal {
+///     requirements: { credential: NotRequired, public_origin: NotRequired },
+///     observe: "no_metrics",
+///     observe_batch: "no_metrics",
+///     discover_selection: "no_catalog",
+///     verify_credential: "no_credentials",
+///     configuration: "no_configuration",
+///     with_credential: "no_credentials",
+///     discover_configuration: "no_catalog",
+/// });
+/// # fn main() {}
+/// ```
+///
+/// Nor does `supported` for a group whose trait the adapter does not
+/// implement (here [`crate::guest::Observe`]).
+///
+/// ```compile_fail
+/// # use oac_provider_sdk::prelude::*;
+/// # struct Minimal;
+/// # impl Sandbox for Minimal {
+/// #     fn create(_: Bootstrap) -> Result<Info, Failure> { Err(Error::Invalid.into()) }
+/// #     fn get_info(_: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
+/// #     fn renew(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn kill(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn run_command(_: Reference, _: Command) -> Result<CommandResult, Error> {
+/// #         Err(Error::NotFound)
+/// #     }
+/// # }
+/// # impl Readiness for Minimal { fn probe() -> Vec<Diagnostic> { Vec::new() } }
+/// export_provider!(Minimal {
+///     requirements: { credential: NotRequired, public_origin: NotRequired },
+///     checkpoint: "no_snapshots",
+///     observe: supported,
+///     observe_batch: "no_metrics",
+///     discover_selection: "no_catalog",
+///     verify_credential: "no_credentials",
+///     configuration: "no_configuration",
+///     with_credential: "no_credentials",
+///     discover_configuration: "no_catalog",
+/// });
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! export_provider {
     ($provider:ty {

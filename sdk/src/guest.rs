@@ -10,6 +10,10 @@
 use crate::types::*;
 
 /// The five required operations.
+#[allow(
+    clippy::result_large_err,
+    reason = "the signatures are the contract's exports: a failure carries its info by value across the boundary"
+)]
 pub trait Sandbox {
     /// Create compute and start the Runtime daemon; never replay on failure.
     fn create(request: Bootstrap) -> Result<Info, Failure>;
