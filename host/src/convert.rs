@@ -40,17 +40,6 @@ impl From<wit::LifecycleState> for LifecycleState {
     }
 }
 
-impl From<LifecycleState> for wit::LifecycleState {
-    fn from(s: LifecycleState) -> Self {
-        match s {
-            LifecycleState::Pending => Self::Pending,
-            LifecycleState::Running => Self::Running,
-            LifecycleState::Stopped => Self::Stopped,
-            LifecycleState::Absent => Self::Absent,
-        }
-    }
-}
-
 impl From<wit::Info> for Info {
     fn from(i: wit::Info) -> Self {
         Self {
@@ -63,49 +52,12 @@ impl From<wit::Info> for Info {
     }
 }
 
-impl From<Info> for wit::Info {
-    fn from(i: Info) -> Self {
-        Self {
-            reference: i.reference.into(),
-            provider_id: i.provider_id,
-            state: i.state.into(),
-            bootstrap_complete: i.bootstrap_complete,
-            create_settled: i.create_settled,
-        }
-    }
-}
-
-impl From<wit::NetworkAccess> for NetworkAccess {
-    fn from(n: wit::NetworkAccess) -> Self {
-        match n {
-            wit::NetworkAccess::Enabled => Self::Enabled,
-            wit::NetworkAccess::Disabled => Self::Disabled,
-            wit::NetworkAccess::Restricted => Self::Restricted,
-        }
-    }
-}
-
 impl From<NetworkAccess> for wit::NetworkAccess {
     fn from(n: NetworkAccess) -> Self {
         match n {
             NetworkAccess::Enabled => Self::Enabled,
             NetworkAccess::Disabled => Self::Disabled,
             NetworkAccess::Restricted => Self::Restricted,
-        }
-    }
-}
-
-impl From<wit::Bootstrap> for Bootstrap {
-    fn from(b: wit::Bootstrap) -> Self {
-        Self {
-            reference: b.reference.into(),
-            session_id: b.session_id,
-            device_id: b.device_id,
-            core_url: b.core_url,
-            daemon_credential: b.daemon_credential,
-            harness: b.harness,
-            network_access: b.network_access.into(),
-            allowed_domains: b.allowed_domains,
         }
     }
 }
@@ -121,16 +73,6 @@ impl From<Bootstrap> for wit::Bootstrap {
             harness: b.harness,
             network_access: b.network_access.into(),
             allowed_domains: b.allowed_domains,
-        }
-    }
-}
-
-impl From<wit::Command> for Command {
-    fn from(c: wit::Command) -> Self {
-        Self {
-            args: c.args,
-            directory: c.directory,
-            stdin: c.stdin,
         }
     }
 }
@@ -155,25 +97,6 @@ impl From<wit::CommandResult> for CommandResult {
     }
 }
 
-impl From<CommandResult> for wit::CommandResult {
-    fn from(c: CommandResult) -> Self {
-        Self {
-            stdout: c.stdout,
-            stderr: c.stderr,
-            exit_code: c.exit_code,
-        }
-    }
-}
-
-impl From<wit::Target> for Target {
-    fn from(t: wit::Target) -> Self {
-        Self {
-            reference: t.reference.into(),
-            provider_id: t.provider_id,
-        }
-    }
-}
-
 impl From<Target> for wit::Target {
     fn from(t: Target) -> Self {
         Self {
@@ -185,18 +108,6 @@ impl From<Target> for wit::Target {
 
 impl From<wit::Sample> for Sample {
     fn from(s: wit::Sample) -> Self {
-        Self {
-            cpu_seconds: s.cpu_seconds,
-            memory_bytes: s.memory_bytes,
-            memory_limit_bytes: s.memory_limit_bytes,
-            cpus: s.cpus,
-            started_at: s.started_at,
-        }
-    }
-}
-
-impl From<Sample> for wit::Sample {
-    fn from(s: Sample) -> Self {
         Self {
             cpu_seconds: s.cpu_seconds,
             memory_bytes: s.memory_bytes,
@@ -258,42 +169,11 @@ impl From<wit::ComputeState> for ComputeState {
     }
 }
 
-impl From<ComputeState> for wit::ComputeState {
-    fn from(s: ComputeState) -> Self {
-        match s {
-            ComputeState::Running => Self::Running,
-            ComputeState::Suspended => Self::Suspended,
-            ComputeState::Stopped => Self::Stopped,
-            ComputeState::Absent => Self::Absent,
-        }
-    }
-}
-
-impl From<wit::SuspendRequest> for SuspendRequest {
-    fn from(r: wit::SuspendRequest) -> Self {
-        Self {
-            reference: r.reference.into(),
-            compute: r.compute.into(),
-            observe_only: r.observe_only,
-        }
-    }
-}
-
 impl From<SuspendRequest> for wit::SuspendRequest {
     fn from(r: SuspendRequest) -> Self {
         Self {
             reference: r.reference.into(),
             compute: r.compute.into(),
-            observe_only: r.observe_only,
-        }
-    }
-}
-
-impl From<wit::ResumeRequest> for ResumeRequest {
-    fn from(r: wit::ResumeRequest) -> Self {
-        Self {
-            reference: r.reference.into(),
-            snapshot: r.snapshot.into(),
             observe_only: r.observe_only,
         }
     }

@@ -87,10 +87,15 @@ pub fn observation<T>(answer: Result<T, Error>) -> Result<T, Error> {
     }
 }
 
-/// A batch observation must answer once per target, in order.
-pub fn batch<T>(answer: Result<Vec<T>, Error>, targets: usize) -> Result<Vec<T>, Error> {
+/// A batch observation must answer once per target, in order, and each
+/// target's answer is an observation like any other.
+pub fn batch<T>(
+    answer: Result<Vec<Result<T, Error>>, Error>,
+    targets: usize,
+) -> Result<Vec<Result<T, Error>>, Error> {
     match observation(answer) {
         Ok(samples) if samples.len() != targets => Err(Error::ObservationUnavailable),
+        Ok(samples) => Ok(samples.into_iter().map(observation).collect()),
         other => other,
     }
 }
@@ -198,7 +203,33 @@ mod tests {
 
     #[test]
     fn a_batch_must_answer_each_target() {
-        assert_eq!(batch(Ok(vec![1, 2]), 3), Err(Error::ObservationUnavailable));
-        assert_eq!(batch(Ok(vec![1, 2]), 2), Ok(vec![1, 2]));
+        assert_eq!(
+            batch(Ok(vec![Ok(1), Ok(2)]), 3),
+            Err(Error::ObservationUnavailable)
+        );
+        assert_eq!(batch(Ok(vec![Ok(1), Ok(2)]), 2), Ok(vec![Ok(1), Ok(2)]));
+    }
+
+    #[test]
+    fn each_target_of_a_batch_is_policed_as_an_observation() {
+        let lie = Error::Unsupported(crate::types::UnsupportedOperation {
+            operation: "observe-batch".into(),
+            reason: "free text from a vendor".into(),
+        });
+        let answers = vec![
+            Err(lie),
+            Err(Error::ComputeUnconfirmed),
+            Err(Error::NotFound),
+            Ok(7),
+        ];
+        assert_eq!(
+            batch(Ok(answers), 4),
+            Ok(vec![
+                Err(Error::ObservationUnavailable),
+                Err(Error::ObservationUnavailable),
+                Err(Error::NotFound),
+                Ok(7),
+            ])
+        );
     }
 }

@@ -325,4 +325,22 @@ mod tests {
         assert_eq!(call.operation(), Operation::Kill);
         assert!(FORWARDED.contains(&call.operation()));
     }
+
+    /// The shapes docs/node-protocol.md shows a client in another language.
+    #[test]
+    fn outcomes_have_the_documented_shape() {
+        let failed = Outcome::Error {
+            error: Error::Exists,
+            info: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&failed).expect("json"),
+            r#"{"error":{"error":{"code":"exists"}}}"#
+        );
+        let ok = Outcome::Ok(Value::ComputeState(crate::types::ComputeState::Absent));
+        assert_eq!(
+            serde_json::to_string(&ok).expect("json"),
+            r#"{"ok":{"compute_state":"absent"}}"#
+        );
+    }
 }

@@ -175,6 +175,10 @@ impl http::Host for CallState {
     async fn send(&mut self, request: Request) -> Result<Response, HttpError> {
         let broker = &self.capabilities.http;
         broker.note_call(&request.url);
+        // A call that may only read sends only GET.
+        if !matches!(request.method, Method::Get) && !self.scope.may_change() {
+            return Err(HttpError::Denied);
+        }
         broker.send(request, self.deadline).await
     }
 }

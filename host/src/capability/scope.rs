@@ -19,11 +19,17 @@ pub enum CallScope {
     Node,
     /// One allocation: every operation that names a reference.
     Allocation(Reference),
-    /// A batch observation's allocations (reads only).
+    /// A batch observation's allocations: it may only read.
     Batch(Vec<Reference>),
 }
 
 impl CallScope {
+    /// False for a batch observation: a call that serves several
+    /// allocations changes none of them (no native request but reads).
+    pub fn may_change(&self) -> bool {
+        !matches!(self, CallScope::Batch(_))
+    }
+
     /// The single allocation resources may be created for.
     pub fn single(&self) -> Option<&Reference> {
         match self {
@@ -117,5 +123,12 @@ mod tests {
             CallScope::Allocation(reference("a")).single(),
             Some(&reference("a"))
         );
+    }
+
+    #[test]
+    fn only_a_batch_may_not_change() {
+        assert!(CallScope::Node.may_change());
+        assert!(CallScope::Allocation(reference("a")).may_change());
+        assert!(!CallScope::Batch(vec![reference("a")]).may_change());
     }
 }

@@ -924,3 +924,104 @@ async fn an_endless_exec_frame_costs_the_output_bound() {
     let sent = engine.sent.load(std::sync::atomic::Ordering::Relaxed);
     assert!(sent < 64 << 20, "the engine got to send {sent} bytes");
 }
+
+/// A batch observation only reads: every change it asks for, even of an
+/// allocation in the batch, is invalid before any engine request; reads
+/// still work, and the same change in a single observation is sent (the
+/// steering is real).
+#[tokio::test]
+async fn a_batch_observation_changes_nothing() {
+    use sandbox_host::types::Target;
+    let engine = fake_engine().await;
+    act(
+        &steered(
+            &engine,
+            INSTALLATION,
+            json!({ "action": "volume-create", "volume": "oac-vol-a" }),
+            None,
+        )
+        .await,
+        "a",
+    )
+    .await
+    .expect("volume created for a");
+    let id = act(
+        &steered(
+            &engine,
+            INSTALLATION,
+            json!({ "action": "container-create", "container": "oac-box-a",
+                    "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
+            None,
+        )
+        .await,
+        "a",
+    )
+    .await
+    .expect("container created for a");
+    let targets = || {
+        vec![Target {
+            reference: reference("a"),
+            provider_id: Some(id.clone()),
+        }]
+    };
+    let observing = |action: Value| {
+        let mut steering = action;
+        steering["declaration"] = json!("observing");
+        steering
+    };
+    for action in [
+        json!({ "action": "container-start", "container": "oac-box-a" }),
+        json!({ "action": "container-remove", "container": "oac-box-a" }),
+        json!({ "action": "exec", "container": "oac-box-a", "args": ["id"] }),
+        json!({ "action": "archive-upload", "container": "oac-box-a", "path": "/data",
+                "archive": tar_with("f", tar::EntryType::Regular, 0o644, 1000) }),
+        json!({ "action": "volume-remove", "volume": "oac-vol-a" }),
+        json!({ "action": "volume-create", "volume": "oac-vol-new" }),
+        json!({ "action": "container-create", "container": "oac-box-new" }),
+    ] {
+        let host = steered(&engine, INSTALLATION, observing(action.clone()), None).await;
+        let answer = host
+            .kind("steerable")
+            .expect("a loaded kind")
+            .observe_batch(targets(), budget())
+            .await;
+        assert_eq!(answer, Ok(vec![Err(Error::Invalid)]), "{action}");
+        assert_eq!(
+            engine.requests(),
+            Vec::<String>::new(),
+            "{action}: nothing sent"
+        );
+    }
+    assert_eq!(engine.containers(), vec!["oac-box-a".to_string()]);
+    let reader = steered(
+        &engine,
+        INSTALLATION,
+        observing(json!({ "action": "container-inspect", "container": "oac-box-a" })),
+        None,
+    )
+    .await;
+    let read = reader
+        .kind("steerable")
+        .expect("a loaded kind")
+        .observe_batch(targets(), budget())
+        .await;
+    assert!(matches!(read.as_deref(), Ok([Ok(_)])), "a read: {read:?}");
+    let single = steered(
+        &engine,
+        INSTALLATION,
+        observing(json!({ "action": "container-start", "container": "oac-box-a" })),
+        None,
+    )
+    .await;
+    let started = single
+        .kind("steerable")
+        .expect("a loaded kind")
+        .observe(targets().remove(0), budget())
+        .await;
+    assert!(started.is_ok(), "a single observation: {started:?}");
+    assert!(
+        engine.requests().iter().any(|r| r.ends_with("/start")),
+        "{:?}",
+        engine.requests()
+    );
+}

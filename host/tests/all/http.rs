@@ -98,3 +98,45 @@ async fn redirects_are_returned_not_followed() {
     assert_eq!(info.provider_id.as_deref(), Some("302"));
     assert_eq!(*seen.lock().expect("lock"), vec!["/redirect".to_string()]);
 }
+
+/// A batch observation only reads: a POST from it is denied before any
+/// request, while the same POST from a single observation is sent.
+#[tokio::test]
+async fn a_batch_observation_sends_only_reads() {
+    use sandbox_host::types::Target;
+    let (origin, seen) = server().await;
+    let registration = Registration {
+        grants: Grants {
+            docker: false,
+            http_origins: vec![origin.clone()],
+        },
+        ..steerable("observer")
+    };
+    let steering = json!({ "declaration": "observing", "action": "http-post",
+                           "url": format!("{origin}/change") });
+    let host = load_one(registration, binding(None, steering), Connect::Capabilities)
+        .await
+        .expect("host loads");
+    let kind = host.kind("observer").expect("a loaded kind");
+    let target = Target {
+        reference: Reference {
+            tenant_id: "t".into(),
+            environment_id: "e".into(),
+            allocation_id: "a".into(),
+        },
+        provider_id: None,
+    };
+    let budget = Budget::from_millis(10_000).expect("budget");
+    assert_eq!(
+        kind.observe_batch(vec![target.clone()], budget)
+            .await
+            .map(|answers| answers
+                .into_iter()
+                .map(|a| a.map(|_| ()))
+                .collect::<Vec<_>>()),
+        Ok(vec![Err(Error::Invalid)])
+    );
+    assert!(seen.lock().expect("lock").is_empty(), "nothing sent");
+    assert!(kind.observe(target, budget).await.is_ok());
+    assert_eq!(*seen.lock().expect("lock"), vec!["/change".to_string()]);
+}

@@ -809,9 +809,9 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         (
             "\"renew\"",
             true,
-            r#"{"error":{"code":"unsupported","operation":"renew","reason":"x"}}"#.into(),
+            r#"{"error":{"error":{"code":"unsupported","operation":"renew","reason":"x"}}}"#.into(),
         ),
-        ("\"kill\"", true, r#"{"error":{"code":"teapot"}}"#.into()),
+        ("\"kill\"", true, r#"{"error":{"error":{"code":"teapot"}}}"#.into()),
         (
             "\"create\"",
             true,

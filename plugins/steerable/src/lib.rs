@@ -16,6 +16,12 @@
 //! sandbox of the contract suite's fake vendor API at `url`, over `http`;
 //! with `replay`, an unconfirmed Create is sent again (see `vendor.rs`).
 //!
+//! The declaration `observing` declares `observe` and `observe-batch`
+//! supported: each target's observation runs the steered Docker action (or,
+//! with `http-post`, a POST to `url`) for the target's allocation and
+//! answers an empty sample, so the tests can show what a read-only call may
+//! not do.
+//!
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
 //! code; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
@@ -158,6 +164,10 @@ impl exports::declarations::Guest for Steerable {
                 );
             }
             "batch-without-observe" => set(&mut all, "observe-batch", Support::Supported),
+            "observing" => {
+                set(&mut all, "observe", Support::Supported);
+                set(&mut all, "observe-batch", Support::Supported);
+            }
             "invalid-reason" => set(
                 &mut all,
                 "observe",
@@ -452,15 +462,49 @@ impl exports::checkpoint_provider::Guest for Steerable {
     }
 }
 
+/// One steered observation of `allocation` (declaration `observing`).
+fn observed(steering: &Steering, allocation: &Reference) -> Result<Sample, Error> {
+    let answer = match steering.action.as_str() {
+        "http-post" => {
+            let url = steering.url.clone().unwrap_or_default();
+            http::send(&http::Request::new(http::Method::Post, url))
+                .map(|_| String::new())
+                .map_err(|error| match error {
+                    http::HttpError::Denied => Error::Invalid,
+                    _ => Error::ComputeUnconfirmed,
+                })
+        }
+        _ => docker_action(steering, allocation).unwrap_or(Ok(String::new())),
+    };
+    answer.map(|_| Sample {
+        cpu_seconds: 0.0,
+        memory_bytes: 0,
+        memory_limit_bytes: 0,
+        cpus: 0.0,
+        started_at: None,
+    })
+}
+
 impl exports::observation_source::Guest for Steerable {
-    fn observe(_of: Target) -> Result<Sample, Error> {
-        Err(reasoned("observe"))
+    fn observe(of: Target) -> Result<Sample, Error> {
+        let steering = steering();
+        if steering.declaration != "observing" {
+            return Err(reasoned("observe"));
+        }
+        observed(&steering, &of.reference)
     }
 }
 
 impl exports::batch_observation_source::Guest for Steerable {
-    fn observe_batch(_targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
-        Err(reasoned("observe-batch"))
+    fn observe_batch(targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
+        let steering = steering();
+        if steering.declaration != "observing" {
+            return Err(reasoned("observe-batch"));
+        }
+        Ok(targets
+            .iter()
+            .map(|target| observed(&steering, &target.reference))
+            .collect())
     }
 }
 

@@ -7,14 +7,25 @@ use crate::bindings::oac::sandbox_provider::docker;
 use crate::state::CallState;
 use wasmtime::component::{HasSelf, Linker};
 
+/// What an import does to native state.
+#[derive(PartialEq)]
+enum Effect {
+    /// Only reads.
+    Reads,
+    /// Creates, starts, removes, runs or writes something.
+    Changes,
+}
+
 impl CallState {
     /// The Docker broker bound to this call's allocations and deadline,
     /// after showing the hook which function the component called on which
-    /// resource (before any policy decision).
+    /// resource (before any policy decision). A change asked for in a call
+    /// that may only read is invalid before any request.
     fn docker(
         &self,
         function: &'static str,
         target: &str,
+        effect: Effect,
     ) -> Result<DockerCall<'_>, docker::DockerError> {
         let broker = self
             .capabilities
@@ -22,41 +33,48 @@ impl CallState {
             .as_ref()
             .ok_or(docker::DockerError::Denied)?;
         broker.note_call(function, target);
+        if effect == Effect::Changes && !self.scope.may_change() {
+            return Err(docker::DockerError::Invalid);
+        }
         Ok(broker.call(&self.scope, self.deadline))
     }
 }
 
 impl docker::Host for CallState {
     async fn version(&mut self) -> Result<docker::EngineVersion, docker::DockerError> {
-        self.docker("version", "")?.version().await
+        self.docker("version", "", Effect::Reads)?.version().await
     }
     async fn info(&mut self) -> Result<docker::EngineInfo, docker::DockerError> {
-        self.docker("info", "")?.info().await
+        self.docker("info", "", Effect::Reads)?.info().await
     }
     async fn runtime_image(&mut self) -> Result<docker::ImageSummary, docker::DockerError> {
-        self.docker("runtime-image", "")?.runtime_image().await
+        self.docker("runtime-image", "", Effect::Reads)?
+            .runtime_image()
+            .await
     }
     async fn container_inspect(
         &mut self,
         container: String,
     ) -> Result<docker::ContainerSummary, docker::DockerError> {
-        self.docker("container-inspect", &container)?
+        self.docker("container-inspect", &container, Effect::Reads)?
             .container_inspect(&container)
             .await
     }
     async fn container_list(&mut self) -> Result<Vec<String>, docker::DockerError> {
-        self.docker("container-list", "")?.container_list().await
+        self.docker("container-list", "", Effect::Reads)?
+            .container_list()
+            .await
     }
     async fn container_create(
         &mut self,
         spec: docker::ContainerSpec,
     ) -> Result<String, docker::DockerError> {
-        self.docker("container-create", &spec.name)?
+        self.docker("container-create", &spec.name, Effect::Changes)?
             .container_create(&spec)
             .await
     }
     async fn container_start(&mut self, container: String) -> Result<(), docker::DockerError> {
-        self.docker("container-start", &container)?
+        self.docker("container-start", &container, Effect::Changes)?
             .container_start(&container)
             .await
     }
@@ -65,7 +83,7 @@ impl docker::Host for CallState {
         container: String,
         force: bool,
     ) -> Result<(), docker::DockerError> {
-        self.docker("container-remove", &container)?
+        self.docker("container-remove", &container, Effect::Changes)?
             .container_remove(&container, force)
             .await
     }
@@ -73,25 +91,27 @@ impl docker::Host for CallState {
         &mut self,
         container: String,
     ) -> Result<docker::StatsReading, docker::DockerError> {
-        self.docker("container-stats", &container)?
+        self.docker("container-stats", &container, Effect::Reads)?
             .container_stats(&container)
             .await
     }
     async fn volume_inspect(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker("volume-inspect", &volume)?
+        self.docker("volume-inspect", &volume, Effect::Reads)?
             .volume_inspect(&volume)
             .await
     }
     async fn volume_list(&mut self) -> Result<Vec<String>, docker::DockerError> {
-        self.docker("volume-list", "")?.volume_list().await
+        self.docker("volume-list", "", Effect::Reads)?
+            .volume_list()
+            .await
     }
     async fn volume_create(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker("volume-create", &volume)?
+        self.docker("volume-create", &volume, Effect::Changes)?
             .volume_create(&volume)
             .await
     }
     async fn volume_remove(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker("volume-remove", &volume)?
+        self.docker("volume-remove", &volume, Effect::Changes)?
             .volume_remove(&volume)
             .await
     }
@@ -101,7 +121,7 @@ impl docker::Host for CallState {
         path: String,
         archive: Vec<u8>,
     ) -> Result<(), docker::DockerError> {
-        self.docker("archive-upload", &container)?
+        self.docker("archive-upload", &container, Effect::Changes)?
             .archive_upload(&container, &path, &archive)
             .await
     }
@@ -110,7 +130,7 @@ impl docker::Host for CallState {
         container: String,
         spec: docker::ExecSpec,
     ) -> Result<docker::ExecOutput, docker::DockerError> {
-        self.docker("exec", &container)?
+        self.docker("exec", &container, Effect::Changes)?
             .exec(&container, &spec)
             .await
     }
