@@ -2,8 +2,9 @@
 //!
 //! It loads the component in the real host exactly as production does,
 //! wires its capabilities to native-side fixtures (a stateful fake Docker
-//! Engine API that bollard talks to unchanged), and injects faults at the
-//! capability boundary through the host's native-request hook, so the same
+//! Engine API that the host's Engine transport talks to unchanged, or a fake
+//! vendor API over HTTP), and injects faults at the capability boundary
+//! through the host's native-request hook, so the same
 //! cases work for any vendor's adapter. Every native request is recorded and
 //! compared with the legitimate sequence, which exposes replay, fallback and
 //! implicit cleanup.

@@ -41,6 +41,8 @@ struct Cli {
     engine_socket: Option<PathBuf>,
     /// Run against the fake vendor REST API over `http` instead of a Docker
     /// Engine (its origin replaces `${FIXTURE_ORIGIN}` in the configuration).
+    /// The ownership and commands clauses are written for the Docker
+    /// capability: choose the other clauses with `--clause`.
     #[arg(long)]
     vendor: bool,
     /// Run only these clauses (repeatable; default: all): declaration,

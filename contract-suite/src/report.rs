@@ -25,7 +25,7 @@ impl Level {
 /// One executed case.
 #[derive(Clone, Debug)]
 pub struct CaseResult {
-    /// Stable id, e.g. `failure.create.lose-response.3`.
+    /// Stable id, e.g. `failure.create.lost-response.3`.
     pub id: String,
     /// The contract clause it checks, e.g. `failure-matrix`.
     pub clause: &'static str,

@@ -45,6 +45,9 @@ pub enum HostError {
     /// The engine could not be created.
     #[error("the WebAssembly engine could not be created")]
     Engine,
+    /// The HTTP client of a kind could not be created (TLS setup).
+    #[error("kind `{0}`: the HTTP client could not be created")]
+    Http(String),
 }
 
 /// Whether loading also connects the native capabilities.
@@ -66,20 +69,22 @@ fn capabilities(
     registration: &Registration,
     binding: &NodeBinding,
     docker: Option<DockerBroker>,
-) -> SharedCapabilities {
-    Arc::new(Capabilities {
+) -> Result<SharedCapabilities, HostError> {
+    let http = HttpBroker::new(
+        &registration.grants.http_origins,
+        binding.credential.clone(),
+        &binding.installation_id,
+        Boundary::new(binding.hook.clone()),
+    )
+    .map_err(|_| HostError::Http(registration.kind.clone()))?;
+    Ok(Arc::new(Capabilities {
         kind: registration.kind.clone(),
         installation_id: binding.installation_id.clone(),
         configuration: binding.configuration.to_string(),
         docker,
-        http: HttpBroker::new(
-            &registration.grants.http_origins,
-            binding.credential.clone(),
-            &binding.installation_id,
-            Boundary::new(binding.hook.clone()),
-        ),
+        http,
         credential: binding.credential.clone(),
-    })
+    }))
 }
 
 impl Host {
@@ -175,7 +180,7 @@ impl Host {
                     inventory: loaded.inventory,
                     declaration,
                     pre: loaded.pre,
-                    capabilities: capabilities(registration, binding, docker),
+                    capabilities: capabilities(registration, binding, docker)?,
                     permits,
                     policing,
                 },
@@ -202,7 +207,7 @@ impl Host {
             },
             binding,
             None,
-        );
+        )?;
         let budget = Budget::from_millis(registration.policy.default_budget_ms)
             .map_err(|_| HostError::Engine)?;
         let deadline = budget.deadline_from_now();

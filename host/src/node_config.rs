@@ -43,7 +43,7 @@ pub struct KindSection {
     #[serde(default)]
     pub configuration: toml::Table,
     /// Configuration keys whose value is a file's contents (e.g.
-    /// `seccomp_profile = "/etc/oac/seccomp.json"`).
+    /// `banner = "/etc/oac/banner.txt"`).
     #[serde(default)]
     pub configuration_files: BTreeMap<String, PathBuf>,
 }
@@ -175,6 +175,37 @@ fn read_token(path: &Path) -> Result<Token, ConfigError> {
     Ok(Token(token))
 }
 
+/// Decodes TOML into `T`. An error says where (the key path, or the line
+/// of a syntax error) and what was expected, never the value found there:
+/// a file may hold values that must not reach a log.
+pub fn decode_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let line = |error: &toml::de::Error| {
+        let at = error.span().map_or(0, |span| span.start);
+        text[..at.min(text.len())].matches('\n').count() + 1
+    };
+    let deserializer = toml::Deserializer::parse(text)
+        .map_err(|error| format!("line {}: {}", line(&error), without_value(error.message())))?;
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let message = without_value(error.inner().message());
+        match error.path().to_string() {
+            path if path == "." => format!("line {}: {message}", line(error.inner())),
+            path => format!("`{path}`: {message}"),
+        }
+    })
+}
+
+/// serde's "invalid type: <found>, expected <wanted>" (and "invalid value",
+/// "unknown variant") name the value found; only what was expected is kept.
+fn without_value(message: &str) -> &str {
+    let names_value = ["invalid type", "invalid value", "unknown variant"]
+        .iter()
+        .any(|prefix| message.starts_with(prefix));
+    match message.find(", expected ") {
+        Some(at) if names_value => &message[at + 2..],
+        _ => message,
+    }
+}
+
 impl NodeConfig {
     /// Reads and validates the file at `path` against `table` (the registry).
     pub fn load(path: &Path, table: &[Registration]) -> Result<Self, ConfigError> {
@@ -185,8 +216,7 @@ impl NodeConfig {
 
     /// Validates configuration text against `table`.
     pub fn parse(text: &str, table: &[Registration]) -> Result<Self, ConfigError> {
-        let file: File = toml::from_str(text)
-            .map_err(|error| ConfigError::Syntax(error.message().to_string()))?;
+        let file: File = decode_toml(text).map_err(ConfigError::Syntax)?;
         if file.listen.unix.is_some() == file.listen.tcp.is_some() {
             return Err(ConfigError::Listen);
         }
@@ -416,6 +446,25 @@ extra_hosts = ["core.internal:10.0.0.1"]
             .config(DOCKER)
             .replace("plugins =", "max_in_flight = 0\nplugins =");
         assert!(refused(in_flight).contains("max_in_flight"));
+        let mistyped = files
+            .config(DOCKER)
+            .replace("plugins =", "max_in_flight = \"hunter2\"\nplugins =");
+        let refusal = refused(mistyped);
+        assert!(refusal.contains("`max_in_flight`: expected"), "{refusal}");
+        assert!(!refusal.contains("hunter2"), "{refusal}");
+        let nested = DOCKER.replace(
+            "memory_mib = 512",
+            "memory_mib = 512\npids_limit = \"hunter2\"",
+        );
+        let refusal = refused(files.config(&nested));
+        assert!(refusal.contains("container_policy.pids_limit"), "{refusal}");
+        assert!(!refusal.contains("hunter2"), "{refusal}");
+        let broken = files
+            .config(DOCKER)
+            .replace("plugins =", "plugins = \"hunter2");
+        let refusal = refused(broken);
+        assert!(refusal.contains("line "), "{refusal}");
+        assert!(!refusal.contains("hunter2"), "{refusal}");
         let missing =
             format!("{DOCKER}[kinds.docker.configuration_files]\nbanner = \"/nonexistent\"\n");
         assert!(refused(files.config(&missing)).contains("configuration_files.banner"));

@@ -252,7 +252,7 @@ pub enum Outcome {
 #[serde(deny_unknown_fields)]
 pub struct Refusal {
     /// One of `version_mismatch unauthorized too_large invalid busy
-    /// no_such_endpoint`.
+    /// no_such_endpoint too_slow`.
     pub refused: String,
 }
 

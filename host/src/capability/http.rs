@@ -33,22 +33,24 @@ impl HttpBroker {
         credential: Option<String>,
         installation: &str,
         boundary: Boundary,
-    ) -> Self {
+    ) -> Result<Self, reqwest::Error> {
+        // No redirect is followed and no proxy is taken from the
+        // environment: a request goes to the allowed origin it names, once.
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+            .no_proxy()
+            .build()?;
         let origins = origins
             .iter()
             .filter_map(|origin| crate::registry::parse_origin(origin))
             .collect();
-        Self {
+        Ok(Self {
             client,
             origins,
             credential,
             installation: installation.to_string(),
             boundary,
-        }
+        })
     }
 
     /// Shows the boundary's hook a call the component made.
@@ -202,7 +204,8 @@ mod tests {
             None,
             "inst",
             Boundary::default(),
-        );
+        )
+        .expect("client");
         let allowed = |url: &str| broker.allowed(&reqwest::Url::parse(url).expect("test url"));
         assert!(allowed("https://api.vendor.example/sandboxes?x=1"));
         assert!(allowed("http://127.0.0.1:9000/v1"));

@@ -1,5 +1,6 @@
-//! The node side of the transport: checks version, token, frame size, input
-//! and the in-flight limit, in that order, before anything runs; then runs
+//! The node side of the transport: checks version, token, endpoint, declared
+//! frame size, the in-flight limit, then the body (its arrival in time, its
+//! size, its decoding and its budget), in that order, before anything runs; then runs
 //! the operation through the host (which answers an unsupported operation
 //! before any native I/O) within the budget counted from receipt.
 

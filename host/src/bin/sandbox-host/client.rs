@@ -21,7 +21,7 @@ pub struct RemoteArgs {
     /// The node's TCP address, e.g. `127.0.0.1:7400`.
     #[arg(long)]
     tcp: Option<std::net::SocketAddr>,
-    /// File holding the node's bearer token (mode 600).
+    /// File holding the node's bearer token (no group or other access).
     #[arg(long)]
     token_file: PathBuf,
 }

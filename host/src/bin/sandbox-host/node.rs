@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
+use sandbox_host::node_config::decode_toml;
 use sandbox_host::{Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -44,8 +45,8 @@ impl NodeArgs {
         };
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let settings: PolicySettings = toml::from_str(&text)
-            .map_err(|error| anyhow::anyhow!("{}: {}", path.display(), error.message()))?;
+        let settings: PolicySettings = decode_toml(&text)
+            .map_err(|message| anyhow::anyhow!("{}: {message}", path.display()))?;
         Ok(Some(ContainerPolicy::load(&settings, Path::new(""))?))
     }
 
