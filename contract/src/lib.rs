@@ -75,13 +75,6 @@ impl Interface {
             Interface::Readiness => "readiness",
         }
     }
-
-    /// The interface with WIT name `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|interface| interface.name() == name)
-    }
 }
 
 /// What an operation's outcome is reported as when it is unknown (the
@@ -95,17 +88,6 @@ pub enum Unknown {
     Command,
     /// `observation-unavailable`: an observation proves nothing either way.
     Observation,
-}
-
-impl Unknown {
-    /// The node protocol's code.
-    pub const fn code(self) -> &'static str {
-        match self {
-            Unknown::Compute => "unconfirmed",
-            Unknown::Command => "command_unconfirmed",
-            Unknown::Observation => "observation_unavailable",
-        }
-    }
 }
 
 /// Every operation of the contract.
@@ -387,10 +369,9 @@ mod tests {
             required,
             ["create", "get-info", "renew", "kill", "run-command"]
         );
-        assert_eq!(
-            Operation::RunCommand.unknown().code(),
-            "command_unconfirmed"
-        );
+        assert_eq!(Operation::RunCommand.unknown(), Unknown::Command);
+        assert_eq!(Operation::Observe.unknown(), Unknown::Observation);
+        assert_eq!(Operation::Kill.unknown(), Unknown::Compute);
         assert_eq!(&VERSION_STAMP, VERSION.as_bytes());
     }
 

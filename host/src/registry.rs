@@ -159,9 +159,6 @@ pub enum RegistrationError {
         /// The field, e.g. `component`, `grants.docker`.
         field: &'static str,
     },
-    /// The kind is not in the registry.
-    #[error("unknown provider kind")]
-    UnknownKind,
 }
 
 fn is_kind_name(kind: &str) -> bool {

@@ -18,12 +18,13 @@
 //! or out-of-range input, too many operations in flight) gets a 4xx/5xx
 //! [`Refusal`] and was not executed.
 
+use crate::types::present;
 use crate::types::{
     Bootstrap, Command, CommandResult, Compute, ComputeState, Diagnostic, Error, Info, Reference,
     ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
 };
 use oac_contract::Operation;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 /// The header naming the protocol version on every request and answer.
 pub const PROTOCOL_HEADER: &str = "oac-protocol";
@@ -58,11 +59,6 @@ pub mod reasons {
     pub const DISCOVERY: &str = "node_selection_discovery_not_forwarded";
     /// `verify-credential`: credentials are verified where they are stored.
     pub const VERIFICATION: &str = "node_credential_verification_not_forwarded";
-}
-
-/// An optional field: absent means none; `null` is refused.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// One operation with its input, externally tagged by the operation name.
