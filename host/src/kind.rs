@@ -12,7 +12,7 @@ use crate::declaration::{Declaration, Inventory};
 use crate::registry::Registration;
 use crate::state::CallState;
 use oac_contract::Operation;
-use oac_contract::bounds::{MAX_BATCH_TARGETS, MAX_STDIN_BYTES};
+use oac_contract::bounds::MAX_BATCH_TARGETS;
 use oac_provider_api::Budget;
 use oac_provider_api::police;
 use oac_provider_api::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
@@ -206,11 +206,7 @@ impl SandboxProvider for Kind {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
-        let stdin_too_large = request
-            .stdin
-            .as_ref()
-            .is_some_and(|stdin| stdin.len() > MAX_STDIN_BYTES);
-        if request.args.is_empty() || stdin_too_large {
+        if !request.is_valid() {
             return Err(Error::Invalid);
         }
         let (on_allocation, input) = (allocation.clone().into(), request.into());
@@ -456,6 +452,10 @@ impl CheckpointProvider for Kind {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
+        // An operation declared unsupported says so whatever its input.
+        if self.declaration.supports(Operation::RunCommandCompute) && !request.is_valid() {
+            return Err(Error::Invalid);
+        }
         let (input, compute, command) = (
             allocation.clone().into(),
             incarnation.into(),

@@ -256,6 +256,9 @@ impl SandboxProvider for RemoteProvider {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
+        if !request.is_valid() {
+            return Err(Error::Invalid);
+        }
         let call = Call::RunCommand(wire::OnAllocation {
             reference: allocation,
             request,
@@ -418,6 +421,9 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
+        if !request.is_valid() {
+            return Err(Error::Invalid);
+        }
         let call = Call::RunCommandCompute(wire::CommandOnCompute {
             reference: allocation,
             compute: incarnation,

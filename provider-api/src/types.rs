@@ -154,6 +154,16 @@ pub struct Command {
     pub stdin: Option<Vec<u8>>,
 }
 
+impl Command {
+    /// A command the contract accepts: a program, and stdin within the
+    /// bound. Anything else is `invalid` before it is sent anywhere, in
+    /// process or through a node.
+    pub fn is_valid(&self) -> bool {
+        let stdin = self.stdin.as_ref().map_or(0, Vec::len);
+        !self.args.is_empty() && stdin <= oac_contract::bounds::MAX_STDIN_BYTES
+    }
+}
+
 /// A command's outcome.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

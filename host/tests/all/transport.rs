@@ -469,6 +469,45 @@ async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
     node.stop().await;
 }
 
+/// A command outside the contract (no program, stdin over the bound) is
+/// `invalid` on both paths, before anything is sent: the proxy does not
+/// turn a request the node would refuse as too large into an unknown
+/// outcome.
+#[tokio::test]
+async fn a_command_outside_the_contract_is_invalid_on_both_paths() {
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let bound = sandbox_host::contract::bounds::MAX_STDIN_BYTES;
+    let over = |bytes: usize| Command {
+        args: vec!["cat".into()],
+        directory: None,
+        stdin: Some(vec![0u8; bytes]),
+    };
+    // Just over the bound, and over what a request frame can carry.
+    let table = [
+        over(bound + 1),
+        over(60 << 20),
+        Command {
+            args: Vec::new(),
+            directory: None,
+            stdin: None,
+        },
+    ];
+    let remote = node.proxy("plain").await;
+    for command in table {
+        let args = (command.args.clone(), command.stdin.as_ref().map(Vec::len));
+        let local = node
+            .local("plain")
+            .run_command(reference("a"), command.clone(), budget(5_000))
+            .await;
+        assert_eq!(local, Err(Error::Invalid), "{args:?}: in-process");
+        let through = remote
+            .run_command(reference("a"), command, budget(5_000))
+            .await;
+        assert_eq!(through, Err(Error::Invalid), "{args:?}: through the node");
+    }
+    node.stop().await;
+}
+
 #[tokio::test]
 async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
     let node = serve(&[("huge", steer("huge-id"))], 8).await;
