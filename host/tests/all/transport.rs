@@ -469,6 +469,47 @@ async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
     node.stop().await;
 }
 
+/// Answers that are not evidence, run through the in-process kind and
+/// through the node and the proxy: a success about another allocation and
+/// `unsupported` from an operation declared supported are unknown outcomes
+/// on both paths.
+#[tokio::test]
+async fn contradicting_answers_are_unknown_on_both_paths() {
+    let actions = ["foreign-answer", "error-unsupported"];
+    let kinds: Vec<(&str, serde_json::Value)> = actions
+        .iter()
+        .map(|action| (*action, steer(action)))
+        .collect();
+    let node = serve(&kinds, 8).await;
+    for action in actions {
+        let remote = node.proxy(action).await;
+        let local = node.local(action);
+        let read = Err(Error::ComputeUnconfirmed);
+        assert_eq!(
+            local.get_info(reference("a"), budget(5_000)).await,
+            read,
+            "{action}: in-process get-info"
+        );
+        assert_eq!(
+            remote.get_info(reference("a"), budget(5_000)).await,
+            read,
+            "{action}: get-info through the node"
+        );
+        let mutation = Err(Failure::from(Error::ComputeUnconfirmed));
+        assert_eq!(
+            local.create(bootstrap("a"), budget(5_000)).await,
+            mutation,
+            "{action}: in-process create"
+        );
+        assert_eq!(
+            remote.create(bootstrap("a"), budget(5_000)).await,
+            mutation,
+            "{action}: create through the node"
+        );
+    }
+    node.stop().await;
+}
+
 /// A command outside the contract (no program, stdin over the bound) is
 /// `invalid` on both paths, before anything is sent: the proxy does not
 /// turn a request the node would refuse as too large into an unknown

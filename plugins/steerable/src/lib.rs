@@ -23,7 +23,9 @@
 //! not do.
 //!
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
-//! code; `failure-*` make `create` fail with `exists` and an attached info
+//! code (`error-unsupported`: `unsupported`, contradicting the
+//! declaration); `foreign-answer` makes them succeed about another
+//! allocation; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
 //! an id), so the node transport's settlement rule can be tested; `huge-id`
 //! answers with a 5 MiB provider id, larger than any transport frame;
@@ -305,6 +307,14 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     }
     match steering.action.as_str() {
         "" | "none" => Ok(info(allocation, None)),
+        // A success about another allocation.
+        "foreign-answer" => {
+            let other = Reference {
+                allocation_id: format!("{}-other", allocation.allocation_id),
+                ..allocation
+            };
+            Ok(info(other, None))
+        }
         code if code.starts_with("error-") => Err(steered_error(code)),
         // An answer larger than any transport frame.
         "huge-id" => Ok(info(allocation, Some("x".repeat(5 << 20)))),
@@ -355,6 +365,11 @@ fn steered_error(action: &str) -> Error {
         "error-command-unconfirmed" => Error::CommandUnconfirmed,
         "error-observation-unavailable" => Error::ObservationUnavailable,
         "error-runtime-not-running" => Error::RuntimeNotRunning,
+        // A supported operation answering as if it were not.
+        "error-unsupported" => Error::Unsupported(UnsupportedOperation {
+            operation: "get-info".into(),
+            reason: "steered_to_contradict".into(),
+        }),
         _ => Error::Invalid,
     }
 }
