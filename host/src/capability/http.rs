@@ -72,7 +72,9 @@ impl HttpBroker {
         let reserved = request
             .headers
             .iter()
-            .any(|(name, _)| RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
+            .map(|(name, _)| name)
+            .chain(request.credential.as_ref().map(|header| &header.name))
+            .any(|name| RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
         if !self.allowed(&url) || reserved || request.body.len() > MAX_BODY_BYTES {
             return Err(HttpError::Denied);
         }
@@ -215,5 +217,41 @@ mod tests {
         assert!(!allowed("https://api.vendor.example.evil.example/"));
         assert!(!allowed("https://user:pw@api.vendor.example/"));
         assert!(!allowed("http://127.0.0.1:9001/"));
+    }
+
+    #[tokio::test]
+    async fn reserved_headers_are_denied_also_as_the_credential_header() {
+        let broker = HttpBroker::new(
+            &["http://127.0.0.1:9".into()],
+            Some("secret".into()),
+            "inst",
+            Boundary::default(),
+        )
+        .expect("client");
+        let request = |headers: Vec<(String, String)>, credential: Option<&str>| Request {
+            method: Method::Get,
+            url: "http://127.0.0.1:9/x".into(),
+            headers,
+            body: Vec::new(),
+            credential: credential.map(|name| http::CredentialHeader {
+                name: name.into(),
+                prefix: String::new(),
+            }),
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        for refused in [
+            request(vec![("Host".into(), "elsewhere".into())], None),
+            request(Vec::new(), Some("Content-Length")),
+            request(Vec::new(), Some("host")),
+        ] {
+            let answer = broker.send(refused, deadline).await;
+            assert!(matches!(answer, Err(HttpError::Denied)), "{answer:?}");
+        }
+        // The same request with an ordinary credential header is sent (and
+        // finds nothing listening).
+        let sent = broker
+            .send(request(Vec::new(), Some("x-api-key")), deadline)
+            .await;
+        assert!(matches!(sent, Err(HttpError::Unavailable)), "{sent:?}");
     }
 }
