@@ -16,7 +16,9 @@ use oac_contract::{Interface, Operation};
 /// adapter, and declares them so. The required operations
 /// ([`crate::guest::Sandbox`]) and the readiness probe
 /// ([`crate::guest::Readiness`]) are always implemented; the configuration
-/// requirements are static and written here.
+/// requirements are static and written here. `observe_batch: supported`
+/// needs `observe: supported` (checked at compile time, as the host checks
+/// at load).
 ///
 /// ```text
 /// export_provider!(MyProvider {
@@ -150,6 +152,40 @@ use oac_contract::{Interface, Operation};
 /// });
 /// # fn main() {}
 /// ```
+///
+/// Nor does batch observation without single observation.
+///
+/// ```compile_fail
+/// # use oac_provider_sdk::prelude::*;
+/// # struct Minimal;
+/// # impl Sandbox for Minimal {
+/// #     fn create(_: Bootstrap) -> Result<Info, Failure> { Err(Error::Invalid.into()) }
+/// #     fn get_info(_: Reference) -> Result<Info, Error> { Err(Error::NotFound) }
+/// #     fn renew(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn kill(_: Reference) -> Result<Info, Failure> { Err(Error::NotFound.into()) }
+/// #     fn run_command(_: Reference, _: Command) -> Result<CommandResult, Error> {
+/// #         Err(Error::NotFound)
+/// #     }
+/// # }
+/// # impl Readiness for Minimal { fn probe() -> Vec<Diagnostic> { Vec::new() } }
+/// # impl ObserveBatch for Minimal {
+/// #     fn observe_batch(_: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
+/// #         Ok(Vec::new())
+/// #     }
+/// # }
+/// export_provider!(Minimal {
+///     requirements: { credential: NotRequired, public_origin: NotRequired },
+///     checkpoint: "no_snapshots",
+///     observe: "no_metrics",
+///     observe_batch: supported,
+///     discover_selection: "no_catalog",
+///     verify_credential: "no_credentials",
+///     configuration: "no_configuration",
+///     with_credential: "no_credentials",
+///     discover_configuration: "no_catalog",
+/// });
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! export_provider {
     ($provider:ty {
@@ -163,6 +199,10 @@ macro_rules! export_provider {
         with_credential: $credential_group:tt,
         discover_configuration: $discovery:tt $(,)?
     }) => {
+        const _: () = assert!(
+            !$crate::__supported!($batch) || $crate::__supported!($observe),
+            "observe_batch: supported needs observe: supported"
+        );
         const _: () = {
             use $crate::__bindings::exports::oac::sandbox_provider as exports;
             use $crate::guest;
@@ -399,17 +439,16 @@ macro_rules! export_provider {
 
             impl exports::declarations::Guest for OacExports {
                 fn operations() -> Vec<OperationDeclaration> {
-                    use $crate::__Group as G;
-                    $crate::__declarations(&[
-                        (G::Checkpoint, $crate::__decision!($checkpoint)),
-                        (G::Observe, $crate::__decision!($observe)),
-                        (G::ObserveBatch, $crate::__decision!($batch)),
-                        (G::DiscoverSelection, $crate::__decision!($selection)),
-                        (G::VerifyCredential, $crate::__decision!($verify)),
-                        (G::Configuration, $crate::__decision!($configuration)),
-                        (G::WithCredential, $crate::__decision!($credential_group)),
-                        (G::DiscoverConfiguration, $crate::__decision!($discovery)),
-                    ])
+                    $crate::__declarations(&$crate::__Decisions {
+                        checkpoint: $crate::__decision!($checkpoint),
+                        observe: $crate::__decision!($observe),
+                        observe_batch: $crate::__decision!($batch),
+                        discover_selection: $crate::__decision!($selection),
+                        verify_credential: $crate::__decision!($verify),
+                        configuration: $crate::__decision!($configuration),
+                        with_credential: $crate::__decision!($credential_group),
+                        discover_configuration: $crate::__decision!($discovery),
+                    })
                 }
             }
 
@@ -447,6 +486,18 @@ macro_rules! __answer {
     }};
 }
 
+/// Whether a group is decided `supported`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __supported {
+    (supported) => {
+        true
+    };
+    ($reason:literal) => {
+        false
+    };
+}
+
 /// A group's decision: `supported` or its reason.
 #[doc(hidden)]
 #[macro_export]
@@ -459,59 +510,52 @@ macro_rules! __decision {
     };
 }
 
-/// The groups of optional operations an adapter decides on.
+/// Every group of optional operations, each decided: `None` supported,
+/// `Some(reason)` unsupported. A struct, so no group can be left out.
 #[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Group {
-    Checkpoint,
-    Observe,
-    ObserveBatch,
-    DiscoverSelection,
-    VerifyCredential,
-    Configuration,
-    WithCredential,
-    DiscoverConfiguration,
+pub struct Decisions<'a> {
+    pub checkpoint: Option<&'a str>,
+    pub observe: Option<&'a str>,
+    pub observe_batch: Option<&'a str>,
+    pub discover_selection: Option<&'a str>,
+    pub verify_credential: Option<&'a str>,
+    pub configuration: Option<&'a str>,
+    pub with_credential: Option<&'a str>,
+    pub discover_configuration: Option<&'a str>,
 }
 
-impl Group {
-    /// Whether `operation` belongs to this group.
-    fn contains(self, operation: Operation) -> bool {
+impl Decisions<'_> {
+    /// The reason `operation` is unsupported, if its group is; the
+    /// operations of no group (the required five, `requirements`, `probe`)
+    /// are always supported.
+    fn reason(&self, operation: Operation) -> Option<&str> {
         use Operation::*;
-        match self {
-            Group::Checkpoint => operation.interface() == Interface::CheckpointProvider,
-            Group::Observe => operation == Observe,
-            Group::ObserveBatch => operation == ObserveBatch,
-            Group::DiscoverSelection => operation == DiscoverSelection,
-            Group::VerifyCredential => operation == VerifyCredential,
-            Group::Configuration => matches!(
-                operation,
-                DecodeInput | Encode | Decode | Normalize | ResolveChange | Equal
-            ),
-            Group::WithCredential => operation == WithCredential,
-            Group::DiscoverConfiguration => operation == DiscoverConfiguration,
+        match operation {
+            _ if operation.interface() == Interface::CheckpointProvider => self.checkpoint,
+            Observe => self.observe,
+            ObserveBatch => self.observe_batch,
+            DiscoverSelection => self.discover_selection,
+            VerifyCredential => self.verify_credential,
+            DecodeInput | Encode | Decode | Normalize | ResolveChange | Equal => self.configuration,
+            WithCredential => self.with_credential,
+            DiscoverConfiguration => self.discover_configuration,
+            _ => None,
         }
     }
 }
 
-/// The declaration: every operation of the contract exactly once, each one
-/// of an optional group as its group is decided (`None`: supported), every
-/// other (the required five, `requirements`, `probe`) supported.
+/// The declaration: every operation of the contract exactly once, as its
+/// group is decided.
 #[doc(hidden)]
-pub fn declarations(groups: &[(Group, Option<&str>)]) -> Vec<OperationDeclaration> {
+pub fn declarations(decisions: &Decisions) -> Vec<OperationDeclaration> {
     Operation::ALL
         .iter()
-        .map(|operation| {
-            let reason = groups
-                .iter()
-                .find(|(group, _)| group.contains(*operation))
-                .and_then(|(_, reason)| *reason);
-            OperationDeclaration {
-                operation: operation.name().into(),
-                support: match reason {
-                    Some(reason) => Support::Unsupported(reason.into()),
-                    None => Support::Supported,
-                },
-            }
+        .map(|operation| OperationDeclaration {
+            operation: operation.name().into(),
+            support: match decisions.reason(*operation) {
+                Some(reason) => Support::Unsupported(reason.into()),
+                None => Support::Supported,
+            },
         })
         .collect()
 }
@@ -522,11 +566,16 @@ mod tests {
 
     #[test]
     fn every_operation_is_declared_once_by_its_group() {
-        let declared = declarations(&[
-            (Group::Checkpoint, Some("no_checkpoints")),
-            (Group::Observe, None),
-            (Group::Configuration, Some("no_configuration")),
-        ]);
+        let declared = declarations(&Decisions {
+            checkpoint: Some("no_checkpoints"),
+            observe: None,
+            observe_batch: Some("no_batch"),
+            discover_selection: None,
+            verify_credential: None,
+            configuration: Some("no_configuration"),
+            with_credential: None,
+            discover_configuration: None,
+        });
         assert_eq!(declared.len(), Operation::ALL.len());
         let support = |name: &str| {
             declared
@@ -538,6 +587,10 @@ mod tests {
         assert_eq!(support("probe"), Some(Support::Supported));
         assert_eq!(support("requirements"), Some(Support::Supported));
         assert_eq!(support("observe"), Some(Support::Supported));
+        assert_eq!(
+            support("observe-batch"),
+            Some(Support::Unsupported("no_batch".into()))
+        );
         assert_eq!(
             support("run-command-compute"),
             Some(Support::Unsupported("no_checkpoints".into()))

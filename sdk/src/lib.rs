@@ -37,7 +37,7 @@ pub mod __bindings {
 }
 
 #[doc(hidden)]
-pub use export::{Group as __Group, declarations as __declarations};
+pub use export::{Decisions as __Decisions, declarations as __declarations};
 #[doc(hidden)]
 pub use oac_contract as __contract;
 

@@ -191,17 +191,16 @@ impl exports::readiness::Guest for Mutant {
 
 impl exports::declarations::Guest for Mutant {
     fn operations() -> Vec<OperationDeclaration> {
-        use oac_provider_sdk::__Group as G;
-        oac_provider_sdk::__declarations(&[
-            (G::Checkpoint, Some(NO_CHECKPOINT)),
-            (G::Observe, None),
-            (G::ObserveBatch, Some(NO_BATCH)),
-            (G::DiscoverSelection, Some(NO_CATALOG)),
-            (G::VerifyCredential, Some(NO_CREDENTIAL)),
-            (G::Configuration, None),
-            (G::WithCredential, Some(NO_CREDENTIAL)),
-            (G::DiscoverConfiguration, Some(NO_CATALOG)),
-        ])
+        oac_provider_sdk::__declarations(&oac_provider_sdk::__Decisions {
+            checkpoint: Some(NO_CHECKPOINT),
+            observe: None,
+            observe_batch: Some(NO_BATCH),
+            discover_selection: Some(NO_CATALOG),
+            verify_credential: Some(NO_CREDENTIAL),
+            configuration: None,
+            with_credential: Some(NO_CREDENTIAL),
+            discover_configuration: Some(NO_CATALOG),
+        })
     }
 }
 
