@@ -153,9 +153,11 @@ impl SandboxProvider for Kind {
 
     async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
         let allocation = request.reference.clone();
+        let credential = request.daemon_credential.clone();
         let input = request.into();
         let raw = self
             .invoke(Operation::Create, on(&allocation), budget, async |p, s| {
+                s.data_mut().secrets.push(credential);
                 p.oac_sandbox_provider_sandbox_provider()
                     .call_create(s, &input)
                     .await

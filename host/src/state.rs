@@ -17,6 +17,9 @@ pub(crate) struct CallState {
     pub(crate) deadline: Instant,
     pub(crate) scope: CallScope,
     pub(crate) capabilities: SharedCapabilities,
+    /// Values of this call's input that no log may carry (the daemon
+    /// credential of a Create).
+    pub(crate) secrets: Vec<String>,
 }
 
 impl CallState {
@@ -43,6 +46,7 @@ impl CallState {
             deadline,
             scope,
             capabilities,
+            secrets: Vec::new(),
         }
     }
 }

@@ -1,5 +1,8 @@
 //! The `log` capability: component events into `tracing`, bounded, with
-//! event codes checked and the installation's credential redacted.
+//! event codes checked and the secrets the host knows of (the kind's
+//! credential, the daemon credential of the Create being served) redacted.
+//! A component determined to leak can still split or encode a secret; this
+//! catches the accidental leak, the contract suite's leak clause the rest.
 
 use crate::bindings::oac::sandbox_provider::log::{self, Level};
 use crate::state::CallState;
@@ -10,14 +13,9 @@ pub const MAX_FIELDS: usize = 16;
 /// Characters kept per field value.
 pub const MAX_VALUE_CHARS: usize = 256;
 
-/// Writes one component event. `kind` names the provider kind.
-pub fn emit(
-    kind: &str,
-    credential: Option<&str>,
-    level: Level,
-    event: &str,
-    fields: &[(String, String)],
-) {
+/// Writes one component event. `kind` names the provider kind; a field
+/// whose value contains one of `secrets` is written `[redacted]`.
+pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(String, String)]) {
     let event = if oac_contract::is_valid_reason(event) {
         event
     } else {
@@ -32,11 +30,13 @@ pub fn emit(
             } else {
                 "field"
             };
-            let value = match credential {
-                Some(secret) if !secret.is_empty() && value.contains(secret) => {
-                    "[redacted]".to_string()
-                }
-                _ => value.chars().take(MAX_VALUE_CHARS).collect(),
+            let secret = secrets
+                .iter()
+                .any(|secret| !secret.is_empty() && value.contains(secret));
+            let value = if secret {
+                "[redacted]".to_string()
+            } else {
+                value.chars().take(MAX_VALUE_CHARS).collect()
             };
             format!("{key}={value:?}")
         })
@@ -53,13 +53,13 @@ pub fn emit(
 impl log::Host for CallState {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
         let capabilities = &self.capabilities;
-        emit(
-            &capabilities.kind,
-            capabilities.credential.as_deref(),
-            severity,
-            &event,
-            &fields,
-        );
+        let secrets: Vec<&str> = capabilities
+            .credential
+            .iter()
+            .chain(&self.secrets)
+            .map(String::as_str)
+            .collect();
+        emit(&capabilities.kind, &secrets, severity, &event, &fields);
     }
 }
 

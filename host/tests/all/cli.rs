@@ -162,6 +162,54 @@ async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
     );
 }
 
+/// A component that logs the request it was given (daemon credential
+/// included) has that field redacted by the host.
+#[tokio::test]
+async fn the_daemon_credential_never_reaches_the_log() {
+    let engine = crate::support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = policy_file(dir.path());
+    let bootstrap = dir.path().join("bootstrap.json");
+    std::fs::write(
+        &bootstrap,
+        serde_json::json!({
+            "session_id": "s", "device_id": "d", "core_url": "https://core.invalid",
+            "daemon_credential": "cred-7d41a9", "harness": "h",
+            "network_access": "disabled", "allowed_domains": [],
+        })
+        .to_string(),
+    )
+    .expect("bootstrap file");
+    let (socket, plugins) = (engine.socket.to_string_lossy().into_owned(), plugins());
+    let bootstrap = bootstrap.to_string_lossy().into_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+            .args(["call", "steerable", "create", "--reference", "t/e/a"])
+            .args(["--bootstrap", &bootstrap, "--plugins", &plugins])
+            .args(["--container-policy", &policy, "--docker-socket", &socket])
+            .args([
+                "--configuration",
+                r#"steerable={"action":"log-credential"}"#,
+            ])
+            .env("RUST_LOG", "info")
+            .output()
+            .expect("run sandbox-host")
+    })
+    .await
+    .expect("join");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("steerable_bootstrap"),
+        "the event: {stderr}"
+    );
+    assert!(stderr.contains("[redacted]"), "{stderr}");
+    assert!(
+        !stderr.contains("cred-7d41a9"),
+        "the credential was logged: {stderr}"
+    );
+}
+
 #[test]
 fn commands_that_reach_the_engine_need_a_container_policy() {
     let output = host(&[

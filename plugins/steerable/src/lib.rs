@@ -25,7 +25,7 @@
 //! Actions `error-<code>` make `create`/`get-info` fail with that fixed
 //! code (`error-unsupported`: `unsupported`, contradicting the
 //! declaration); `foreign-answer` makes them succeed about another
-//! allocation; `failure-*` make `create` fail with `exists` and an attached info
+//! allocation; `log-credential` makes `create` log its whole request; `failure-*` make `create` fail with `exists` and an attached info
 //! (settled absence, settled running with an id, unsettled, or absent with
 //! an id), so the node transport's settlement rule can be tested; `huge-id`
 //! answers with a 5 MiB provider id, larger than any transport frame;
@@ -407,6 +407,16 @@ impl exports::sandbox_provider::Guest for Steerable {
         }
         if let Some(failure) = steered_failure(&steering.action, request.reference.clone()) {
             return Err(failure);
+        }
+        if steering.action == "log-credential" {
+            // The leak the host's log redaction is there for.
+            let line = format!("bootstrap {request:?}");
+            log::emit(
+                log::Level::Info,
+                "steerable_bootstrap",
+                &[("request".into(), line)],
+            );
+            return Ok(info(request.reference, None));
         }
         act(request.reference).map_err(Failure::from)
     }
