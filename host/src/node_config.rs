@@ -249,7 +249,7 @@ impl NodeConfig {
             let container_policy = section
                 .container_policy
                 .as_ref()
-                .map(|settings| ContainerPolicy::load(settings, Path::new("")))
+                .map(ContainerPolicy::load)
                 .transpose()
                 .map_err(|error| ConfigError::Policy {
                     kind: kind.clone(),

@@ -10,7 +10,7 @@ use sandbox_host::node_config::decode_toml;
 use sandbox_host::{Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where components are and what the node supplies to each kind.
 #[derive(Args)]
@@ -47,7 +47,7 @@ impl NodeArgs {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let settings: PolicySettings = decode_toml(&text)
             .map_err(|message| anyhow::anyhow!("{}: {message}", path.display()))?;
-        Ok(Some(ContainerPolicy::load(&settings, Path::new(""))?))
+        Ok(Some(ContainerPolicy::load(&settings)?))
     }
 
     /// Every builtin kind's binding.

@@ -11,7 +11,7 @@ use bollard_stubs::models::{
 };
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 /// The user every container and every exec runs as.
@@ -174,10 +174,10 @@ impl ContainerPolicy {
         })
     }
 
-    /// Validates settings, reading the seccomp profile from its file
-    /// (relative paths from `base`).
-    pub fn load(settings: &PolicySettings, base: &Path) -> Result<Self, PolicyError> {
-        let profile = std::fs::read_to_string(base.join(&settings.seccomp_profile))
+    /// Validates settings, reading the seccomp profile from its file (a
+    /// relative path is relative to the working directory).
+    pub fn load(settings: &PolicySettings) -> Result<Self, PolicyError> {
+        let profile = std::fs::read_to_string(&settings.seccomp_profile)
             .map_err(|_| PolicyError("seccomp_profile"))?;
         Self::new(settings, profile)
     }
