@@ -69,8 +69,19 @@ install_engine() {
     [ -z "$added" ] || rm -f $policy
 }
 
+# The engine's version is read with curl and python3: install them if missing.
+ensure_tools() {
+    local need=() tool
+    for tool in curl python3; do command -v "$tool" >/dev/null || need+=("$tool"); done
+    [ "${#need[@]}" -eq 0 ] && return
+    echo "docker-engine: installing ${need[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates >/dev/null
+}
+
 start() {
     local sock ver major pid
+    ensure_tools
     sock=$(socket)
     if [ "$sock" != "$SOCK" ] || api_version "$SOCK" >/dev/null; then echo "$sock"; return; fi
     ver=$(dockerd --version 2>/dev/null | sed -n 's/^Docker version \([0-9]*\)\..*/\1/p' || true)
