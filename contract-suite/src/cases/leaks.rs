@@ -5,6 +5,7 @@
 use super::{Runner, ensure};
 use crate::harness::{CREDENTIAL_CANARY, Harness, INSTALLATION};
 use crate::report::Level;
+use sandbox_host::capability::REDACTED;
 
 /// The first answer or log line containing any of `markers`.
 fn leaked(h: &Harness, markers: &[&str]) -> Option<String> {
@@ -39,9 +40,11 @@ pub async fn run(runner: &mut Runner<'_>) {
             "leaks.credential",
             "leaks",
             Level::Must,
-            "No answer or log line contains the daemon credential.",
+            "No answer or log line contains the daemon credential (nor the host's redaction of it).",
             async |h| {
-                let found = leaked(h, &[CREDENTIAL_CANARY]);
+                // The host redacts the credentials it knows of in component
+                // logs; a redacted field is the component's attempt.
+                let found = leaked(h, &[CREDENTIAL_CANARY, REDACTED]);
                 ensure(found.is_none(), || found.unwrap_or_default())
             },
         )

@@ -12,6 +12,9 @@ use wasmtime::component::{HasSelf, Linker};
 pub const MAX_FIELDS: usize = 16;
 /// Characters kept per field value.
 pub const MAX_VALUE_CHARS: usize = 256;
+/// What a field holding a secret is written as (the contract suite reads it
+/// as the component's attempt to log that secret).
+pub const REDACTED: &str = "[redacted]";
 
 /// Writes one component event. `kind` names the provider kind; a field
 /// whose value contains one of `secrets` is written `[redacted]`.
@@ -34,7 +37,7 @@ pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(
                 .iter()
                 .any(|secret| !secret.is_empty() && value.contains(secret));
             let value = if secret {
-                "[redacted]".to_string()
+                REDACTED.to_string()
             } else {
                 value.chars().take(MAX_VALUE_CHARS).collect()
             };

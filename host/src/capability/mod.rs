@@ -9,6 +9,8 @@ pub(crate) mod http;
 pub(crate) mod log;
 pub(crate) mod scope;
 
+pub use log::REDACTED;
+
 use std::sync::Arc;
 
 /// What one kind's components may reach, built once per node binding.
