@@ -82,6 +82,11 @@ async fn a_leaked_secret_is_caught() {
     assert_caught("leak-secret", "leaks.credential").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settlement_claimed_by_an_observation_is_caught() {
+    assert_caught("settle-on-observation", "settlement.").await;
+}
+
 /// The fault matrix against an adapter that reaches its vendor over `http`
 /// (the steerable test component against the fake vendor API).
 async fn http_adapter(replay: bool) -> Report {

@@ -9,7 +9,7 @@
 #![no_std]
 
 /// The contract version (the WIT package version).
-pub const VERSION: &str = "0.1.0";
+pub const VERSION: &str = "0.2.0";
 /// The WIT package every interface belongs to.
 pub const PACKAGE: &str = "oac:sandbox-provider";
 /// The custom section the SDK stamps the version into.
@@ -268,6 +268,46 @@ pub mod bounds {
     pub const MIN_BUDGET_MS: u32 = 1;
     /// Largest call budget, milliseconds.
     pub const MAX_BUDGET_MS: u32 = 120_000;
+    /// Longest identifier (a reference part, a session, device or harness
+    /// id), bytes.
+    pub const MAX_IDENTIFIER_BYTES: usize = 128;
+    /// Most arguments of one command.
+    pub const MAX_COMMAND_ARGS: usize = 4096;
+    /// Most bytes of one command's arguments together (stdin carries data).
+    pub const MAX_COMMAND_ARGS_BYTES: usize = 1024 * 1024;
+    /// Longest command working directory, bytes.
+    pub const MAX_DIRECTORY_BYTES: usize = 4096;
+    /// Longest Core URL in a bootstrap, bytes.
+    pub const MAX_URL_BYTES: usize = 2048;
+    /// Longest daemon credential, bytes.
+    pub const MAX_CREDENTIAL_BYTES: usize = 4096;
+    /// Most allowed domains of a restricted network.
+    pub const MAX_ALLOWED_DOMAINS: usize = 256;
+}
+
+/// The identifier rule (reference parts; session, device and harness ids),
+/// for messages. Identifiers are compared byte for byte: the host never
+/// normalises one, so one allocation has exactly one spelling.
+pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
+
+/// True when `identifier` matches [`IDENTIFIER_PATTERN`].
+pub const fn is_valid_identifier(identifier: &str) -> bool {
+    let bytes = identifier.as_bytes();
+    if bytes.is_empty()
+        || bytes.len() > bounds::MAX_IDENTIFIER_BYTES
+        || !bytes[0].is_ascii_alphanumeric()
+    {
+        return false;
+    }
+    let mut index = 1;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if !(byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b':' | b'-')) {
+            return false;
+        }
+        index += 1;
+    }
+    true
 }
 
 /// The labels that bind a native resource to one allocation; a resource is
@@ -322,6 +362,29 @@ mod tests {
                 Some((name.into(), rest.contains("-> result<")))
             })
             .collect()
+    }
+
+    #[test]
+    fn identifiers_are_one_canonical_spelling() {
+        let longest = "a".repeat(128);
+        for good in ["a", "0", "tenant-1", "env_2.b:c", longest.as_str()] {
+            assert!(is_valid_identifier(good), "{good:?}");
+        }
+        let too_long = "a".repeat(129);
+        for bad in [
+            "",
+            "-a",
+            ".a",
+            " a",
+            "a b",
+            "a/b",
+            "a\0",
+            "é",
+            "a\n",
+            too_long.as_str(),
+        ] {
+            assert!(!is_valid_identifier(bad), "{bad:?}");
+        }
     }
 
     #[test]

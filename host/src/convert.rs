@@ -34,6 +34,8 @@ impl From<wit::LifecycleState> for LifecycleState {
         match s {
             wit::LifecycleState::Pending => Self::Pending,
             wit::LifecycleState::Running => Self::Running,
+            wit::LifecycleState::Paused => Self::Paused,
+            wit::LifecycleState::Suspended => Self::Suspended,
             wit::LifecycleState::Stopped => Self::Stopped,
             wit::LifecycleState::Absent => Self::Absent,
         }

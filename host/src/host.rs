@@ -182,6 +182,7 @@ impl Host {
                     pre: loaded.pre,
                     capabilities: capabilities(registration, binding, docker)?,
                     permits,
+                    turns: Default::default(),
                     policing,
                 },
             );

@@ -11,12 +11,13 @@ use crate::capability::scope::CallScope;
 use crate::declaration::{Declaration, Inventory};
 use crate::registry::Registration;
 use crate::state::CallState;
-use oac_contract::Operation;
+use crate::turns::Turns;
 use oac_contract::bounds::MAX_BATCH_TARGETS;
+use oac_contract::{Interface, Operation};
 use oac_provider_api::Budget;
-use oac_provider_api::police;
 use oac_provider_api::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
 use oac_provider_api::types::*;
+use oac_provider_api::{input, police};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use wasmtime::Store;
@@ -46,6 +47,7 @@ pub struct Kind {
     pub(crate) pre: ProviderPre<CallState>,
     pub(crate) capabilities: SharedCapabilities,
     pub(crate) permits: Arc<Semaphore>,
+    pub(crate) turns: Arc<Turns>,
     pub(crate) policing: Policing,
 }
 
@@ -53,33 +55,68 @@ fn on(allocation: &Reference) -> CallScope {
     CallScope::Allocation(allocation.clone())
 }
 
+/// One call's work in an instance: it borrows the instance and its store,
+/// and owns everything else, so it can run in its own task.
+pub(crate) type CallFuture<'a, R> =
+    std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
+
 impl Kind {
     /// The kind's name.
     pub fn name(&self) -> &str {
         &self.registration.kind
     }
 
-    /// One call in a fresh instance, bounded by `budget`.
-    async fn run<R>(
+    /// One call in a fresh instance, bounded by `budget`. A call `in_turn`
+    /// on one allocation first waits for its reference's turn ([`Turns`]); one
+    /// that gives up waiting has not run. The call then runs in its own
+    /// task, which holds the turn and the concurrency permit: a caller that
+    /// leaves ends its wait, never the call.
+    async fn run<R, C>(
         &self,
         scope: CallScope,
+        in_turn: bool,
         budget: Budget,
-        call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, Aborted> {
+        call: C,
+    ) -> Result<R, Aborted>
+    where
+        R: Send + 'static,
+        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
+            + Send
+            + 'static,
+    {
         let deadline = budget.deadline_from_now();
-        let _permit = tokio::time::timeout_at(deadline.into(), self.permits.acquire())
+        let waited = async {
+            let turn = match &scope {
+                CallScope::Allocation(reference) if in_turn => {
+                    Some(self.turns.take(reference).await)
+                }
+                _ => None,
+            };
+            let permit = self.permits.clone().acquire_owned().await;
+            (turn, permit)
+        };
+        let (turn, permit) = tokio::time::timeout_at(deadline.into(), waited)
             .await
-            .map_err(|_| Aborted::Expired)?
-            .map_err(|_| Aborted::Unavailable)?;
-        let outcome = call::run(
-            &self.pre,
-            self.capabilities.clone(),
-            scope,
-            self.registration.policy.max_memory_bytes,
-            deadline,
-            call,
-        )
-        .await;
+            .map_err(|_| Aborted::Expired)?;
+        let permit = permit.map_err(|_| Aborted::Unavailable)?;
+        let pre = self.pre.clone();
+        let capabilities = self.capabilities.clone();
+        let max_memory_bytes = self.registration.policy.max_memory_bytes;
+        let task = tokio::spawn(async move {
+            let held = (turn, permit);
+            let outcome = call::run(
+                &pre,
+                capabilities,
+                scope,
+                max_memory_bytes,
+                deadline,
+                async move |provider, store| call(provider, store).await,
+            )
+            .await;
+            drop(held);
+            outcome
+        });
+        let outcome = task.await.unwrap_or(Err(Aborted::Trapped));
         if let Err(aborted) = &outcome {
             tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
         }
@@ -87,20 +124,43 @@ impl Kind {
     }
 
     /// The common path of every operation: the declaration (an unsupported
-    /// operation is answered here, before any instance or I/O), one call in a
-    /// fresh instance serving `scope`, and the operation's unknown outcome
-    /// when the call ends without the component's answer.
-    async fn invoke<R>(
+    /// operation is answered here, before any instance or I/O), the
+    /// references of `scope` (one that is not [valid](input::reference) is
+    /// `invalid`, before any instance), one call in a fresh instance
+    /// serving `scope` — in its reference's turn unless it only observes —
+    /// and the operation's unknown outcome when the call ends without the
+    /// component's answer.
+    async fn invoke<R, C>(
         &self,
         operation: Operation,
         scope: CallScope,
         budget: Budget,
-        call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, Error> {
+        call: C,
+    ) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
+            + Send
+            + 'static,
+    {
         if self.policing == Policing::Enforced {
             self.declaration.check(operation)?;
         }
-        self.run(scope, budget, call)
+        let valid = match &scope {
+            CallScope::Node => true,
+            CallScope::Allocation(reference) => input::reference(reference),
+            CallScope::Batch(references) => references.iter().all(input::reference),
+        };
+        if !valid {
+            return Err(Error::Invalid);
+        }
+        // Observations prove nothing about a Create, so they need not wait
+        // for one (and a batch would otherwise wait for up to 100 turns).
+        let in_turn = !matches!(
+            operation.interface(),
+            Interface::ObservationSource | Interface::BatchObservationSource
+        );
+        self.run(scope, in_turn, budget, call)
             .await
             .map_err(|_| police::unknown(operation))
     }
@@ -152,27 +212,34 @@ impl SandboxProvider for Kind {
     }
 
     async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
+        if !input::bootstrap(&request) || !self.capabilities.enforces(request.network_access) {
+            return Err(Error::Invalid.into());
+        }
         let allocation = request.reference.clone();
         let credential = request.daemon_credential.clone();
         let input = request.into();
         let raw = self
-            .invoke(Operation::Create, on(&allocation), budget, async |p, s| {
-                s.data_mut().secrets.push(credential);
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_create(s, &input)
-                    .await
+            .invoke(Operation::Create, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    s.data_mut().secrets.push(credential);
+                    p.oac_sandbox_provider_sandbox_provider()
+                        .call_create(s, &input)
+                        .await
+                })
             })
             .await;
-        self.finish(raw, |a| police::mutation(a, &allocation))
+        self.finish(raw, |a| police::mutation(Operation::Create, a, &allocation))
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
         let input = allocation.clone().into();
         let raw = self
-            .invoke(Operation::GetInfo, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_get_info(s, &input)
-                    .await
+            .invoke(Operation::GetInfo, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_sandbox_provider()
+                        .call_get_info(s, &input)
+                        .await
+                })
             })
             .await;
         self.finish(raw, |a| police::read(a, &allocation))
@@ -181,25 +248,29 @@ impl SandboxProvider for Kind {
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let input = allocation.clone().into();
         let raw = self
-            .invoke(Operation::Renew, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_renew(s, &input)
-                    .await
+            .invoke(Operation::Renew, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_sandbox_provider()
+                        .call_renew(s, &input)
+                        .await
+                })
             })
             .await;
-        self.finish(raw, |a| police::mutation(a, &allocation))
+        self.finish(raw, |a| police::mutation(Operation::Renew, a, &allocation))
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let input = allocation.clone().into();
         let raw = self
-            .invoke(Operation::Kill, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_sandbox_provider()
-                    .call_kill(s, &input)
-                    .await
+            .invoke(Operation::Kill, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_sandbox_provider()
+                        .call_kill(s, &input)
+                        .await
+                })
             })
             .await;
-        self.finish(raw, |a| police::mutation(a, &allocation))
+        self.finish(raw, |a| police::mutation(Operation::Kill, a, &allocation))
     }
 
     async fn run_command(
@@ -217,10 +288,12 @@ impl SandboxProvider for Kind {
                 Operation::RunCommand,
                 on(&allocation),
                 budget,
-                async |p, s| {
-                    p.oac_sandbox_provider_sandbox_provider()
-                        .call_run_command(s, &on_allocation, &input)
-                        .await
+                move |p, s| {
+                    Box::pin(async move {
+                        p.oac_sandbox_provider_sandbox_provider()
+                            .call_run_command(s, &on_allocation, &input)
+                            .await
+                    })
                 },
             )
             .await;
@@ -231,10 +304,12 @@ impl SandboxProvider for Kind {
         let scope = on(&target.reference);
         let input = target.into();
         let raw = self
-            .invoke(Operation::Observe, scope, budget, async |p, s| {
-                p.oac_sandbox_provider_observation_source()
-                    .call_observe(s, &input)
-                    .await
+            .invoke(Operation::Observe, scope, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_observation_source()
+                        .call_observe(s, &input)
+                        .await
+                })
             })
             .await;
         self.finish(raw, police::observation)
@@ -252,10 +327,12 @@ impl SandboxProvider for Kind {
         let scope = CallScope::Batch(targets.iter().map(|t| t.reference.clone()).collect());
         let input: Vec<_> = targets.into_iter().map(Into::into).collect();
         let raw = self
-            .invoke(Operation::ObserveBatch, scope, budget, async |p, s| {
-                p.oac_sandbox_provider_batch_observation_source()
-                    .call_observe_batch(s, &input)
-                    .await
+            .invoke(Operation::ObserveBatch, scope, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_batch_observation_source()
+                        .call_observe_batch(s, &input)
+                        .await
+                })
             })
             .await;
         let raw = raw.map(|answer| {
@@ -272,10 +349,12 @@ impl SandboxProvider for Kind {
     async fn discover_selection(&self, budget: Budget) -> Result<Vec<SelectionOption>, Error> {
         let operation = Operation::DiscoverSelection;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_selection_discoverer()
-                    .call_discover_selection(s)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_selection_discoverer()
+                        .call_discover_selection(s)
+                        .await
+                })
             })
             .await;
         let raw = raw.map(|answer| {
@@ -292,10 +371,12 @@ impl SandboxProvider for Kind {
     async fn verify_credential(&self, credential: String, budget: Budget) -> Result<(), Error> {
         let operation = Operation::VerifyCredential;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_credential_verifier()
-                    .call_verify_credential(s, &credential)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_credential_verifier()
+                        .call_verify_credential(s, &credential)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -303,8 +384,8 @@ impl SandboxProvider for Kind {
 
     async fn probe(&self, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
         let found = self
-            .invoke(Operation::Probe, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_readiness().call_probe(s).await
+            .invoke(Operation::Probe, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move { p.oac_sandbox_provider_readiness().call_probe(s).await })
             })
             .await?;
         Ok(found.into_iter().map(Into::into).collect())
@@ -316,10 +397,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::Initial;
         let input = allocation.clone().into();
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_initial(s, &input)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_initial(s, &input)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -334,10 +417,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::NewCompute;
         let input = allocation.clone().into();
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_new_compute(s, &input, generation)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_new_compute(s, &input, generation)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -352,10 +437,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::GetCompute;
         let (input, compute) = (allocation.clone().into(), incarnation.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_get_compute(s, &input, &compute)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_get_compute(s, &input, &compute)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -370,10 +457,12 @@ impl CheckpointProvider for Kind {
         let scope = on(&request.reference);
         let input = request.into();
         let raw = self
-            .invoke(operation, scope, budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_suspend(s, &input)
-                    .await
+            .invoke(operation, scope, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_suspend(s, &input)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -384,10 +473,12 @@ impl CheckpointProvider for Kind {
         let scope = on(&request.reference);
         let input = request.into();
         let raw = self
-            .invoke(operation, scope, budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_resume(s, &input)
-                    .await
+            .invoke(operation, scope, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_resume(s, &input)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -402,10 +493,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::ResumeCompute;
         let (input, compute) = (allocation.clone().into(), incarnation.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_resume_compute(s, &input, &compute)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_resume_compute(s, &input, &compute)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -420,10 +513,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::KillCompute;
         let (input, compute) = (allocation.clone().into(), incarnation.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_kill_compute(s, &input, &compute)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_kill_compute(s, &input, &compute)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -438,10 +533,12 @@ impl CheckpointProvider for Kind {
         let operation = Operation::DeleteSnapshot;
         let (input, snapshot) = (allocation.clone().into(), snapshot.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, async |p, s| {
-                p.oac_sandbox_provider_checkpoint_provider()
-                    .call_delete_snapshot(s, &input, &snapshot)
-                    .await
+            .invoke(operation, on(&allocation), budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_checkpoint_provider()
+                        .call_delete_snapshot(s, &input, &snapshot)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -468,10 +565,12 @@ impl CheckpointProvider for Kind {
                 Operation::RunCommandCompute,
                 on(&allocation),
                 budget,
-                async |p, s| {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_run_command_compute(s, &input, &compute, &command)
-                        .await
+                move |p, s| {
+                    Box::pin(async move {
+                        p.oac_sandbox_provider_checkpoint_provider()
+                            .call_run_command_compute(s, &input, &compute, &command)
+                            .await
+                    })
                 },
             )
             .await;
@@ -486,10 +585,12 @@ impl ConfigurationProvider for Kind {
                 Operation::Requirements,
                 CallScope::Node,
                 budget,
-                async |p, s| {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_requirements(s)
-                        .await
+                move |p, s| {
+                    Box::pin(async move {
+                        p.oac_sandbox_provider_configuration_adapter()
+                            .call_requirements(s)
+                            .await
+                    })
                 },
             )
             .await?;
@@ -499,10 +600,12 @@ impl ConfigurationProvider for Kind {
     async fn decode_input(&self, input: String, budget: Budget) -> Result<String, Error> {
         let operation = Operation::DecodeInput;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_decode_input(s, &input)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_decode_input(s, &input)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -511,10 +614,12 @@ impl ConfigurationProvider for Kind {
     async fn encode(&self, configuration: String, budget: Budget) -> Result<String, Error> {
         let operation = Operation::Encode;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_encode(s, &configuration)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_encode(s, &configuration)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -523,10 +628,12 @@ impl ConfigurationProvider for Kind {
     async fn decode(&self, stored: String, budget: Budget) -> Result<String, Error> {
         let operation = Operation::Decode;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_decode(s, &stored)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_decode(s, &stored)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -535,10 +642,12 @@ impl ConfigurationProvider for Kind {
     async fn normalize(&self, configuration: String, budget: Budget) -> Result<String, Error> {
         let operation = Operation::Normalize;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_normalize(s, &configuration)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_normalize(s, &configuration)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -552,10 +661,12 @@ impl ConfigurationProvider for Kind {
     ) -> Result<String, Error> {
         let operation = Operation::ResolveChange;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_resolve_change(s, &current, &proposed)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_resolve_change(s, &current, &proposed)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -564,10 +675,12 @@ impl ConfigurationProvider for Kind {
     async fn equal(&self, left: String, right: String, budget: Budget) -> Result<bool, Error> {
         let operation = Operation::Equal;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_equal(s, &left, &right)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_equal(s, &left, &right)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -581,10 +694,12 @@ impl ConfigurationProvider for Kind {
     ) -> Result<String, Error> {
         let operation = Operation::WithCredential;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_with_credential(s, &configuration, &credential)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_with_credential(s, &configuration, &credential)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)
@@ -593,10 +708,12 @@ impl ConfigurationProvider for Kind {
     async fn discover_configuration(&self, budget: Budget) -> Result<Vec<String>, Error> {
         let operation = Operation::DiscoverConfiguration;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, async |p, s| {
-                p.oac_sandbox_provider_configuration_adapter()
-                    .call_discover_configuration(s)
-                    .await
+            .invoke(operation, CallScope::Node, budget, move |p, s| {
+                Box::pin(async move {
+                    p.oac_sandbox_provider_configuration_adapter()
+                        .call_discover_configuration(s)
+                        .await
+                })
             })
             .await;
         self.plain(operation, raw)

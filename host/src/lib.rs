@@ -23,6 +23,7 @@ pub mod node_config;
 pub mod registry;
 mod state;
 pub mod transport;
+mod turns;
 
 pub use host::{Connect, Host, HostError};
 pub use kind::Kind;

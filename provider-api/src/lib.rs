@@ -5,6 +5,7 @@
 //! - [`provider`]: the interface a provider offers — [`SandboxProvider`],
 //!   [`CheckpointProvider`] (only when declared), [`ConfigurationProvider`].
 //! - [`declaration`]: a provider's declaration and its rules.
+//! - [`input`]: what is accepted from Core as input.
 //! - [`police`]: what is accepted from a provider as an answer.
 //! - [`wire`], [`client`], [`proxy`]: the node protocol, its raw client,
 //!   and [`RemoteProvider`], a kind served by a node behind the same
@@ -16,6 +17,7 @@
 pub mod budget;
 pub mod client;
 pub mod declaration;
+pub mod input;
 pub mod police;
 pub mod provider;
 pub mod proxy;

@@ -1,9 +1,10 @@
 //! What Core accepts from a provider as an answer, the same whether the
 //! kind ran in this process or on a node: an answer that claims another
-//! allocation, `unsupported` from an operation declared supported, or
-//! output over the bound is not evidence, and becomes the operation's
-//! unknown outcome. A failed mutation keeps its info only when that info is
-//! settlement evidence for the exact reference asked about.
+//! allocation, evidence the operation cannot have, `unsupported` from an
+//! operation declared supported, or output over the bound is not evidence,
+//! and becomes the operation's unknown outcome. A failed mutation keeps its
+//! info only when that info is settlement evidence for the exact reference
+//! asked about, from an operation that may claim settlement.
 
 use crate::types::{CommandResult, Error, Failure, Info, LifecycleState, Reference};
 use oac_contract::Operation;
@@ -14,17 +15,45 @@ pub fn unknown(operation: Operation) -> Error {
     Error::unknown(operation.unknown())
 }
 
+/// Whether an answer of `operation` may claim `create-settled`. In contract
+/// 0.2 only Create's own answer can: it is the original Create, and when it
+/// answers it has ended. An observation (GetInfo, Renew) or a Kill cannot
+/// know that a Create it did not run can no longer change resources.
+pub fn may_claim_settlement(operation: Operation) -> bool {
+    operation == Operation::Create
+}
+
 /// True when `info` is settlement evidence about exactly `allocation`:
 /// bound to it, `create_settled`, and either settled absence with no
 /// provider id, or a provider id for compute that is present.
 pub fn is_settlement_evidence(info: &Info, allocation: &Reference) -> bool {
     let bound = info.reference == *allocation && info.create_settled;
-    let consistent = match (info.state, &info.provider_id) {
+    bound && names_its_compute(info)
+}
+
+/// A present state names a native id; an absent one names none.
+fn names_its_compute(info: &Info) -> bool {
+    match (info.state, &info.provider_id) {
         (LifecycleState::Absent, None) => true,
         (LifecycleState::Absent, Some(_)) | (_, None) => false,
         (_, Some(_)) => true,
-    };
-    bound && consistent
+    }
+}
+
+/// True when `info` may be the success of `operation` about `allocation`:
+/// bound to it, claiming settlement only where the operation may, and
+/// - Kill: confirmed absence (it names the removed compute or nothing);
+/// - otherwise: present compute with its native id, or an exact
+///   settled-absence receipt.
+pub fn is_consistent_success(operation: Operation, info: &Info, allocation: &Reference) -> bool {
+    if info.reference != *allocation || (info.create_settled && !may_claim_settlement(operation)) {
+        return false;
+    }
+    match (operation, info.state) {
+        (Operation::Kill, state) => state == LifecycleState::Absent,
+        (_, LifecycleState::Absent) => info.create_settled && info.provider_id.is_none(),
+        _ => names_its_compute(info),
+    }
 }
 
 /// `unsupported` from an operation declared supported contradicts the
@@ -36,20 +65,31 @@ pub fn answer<T>(operation: Operation, answer: Result<T, Error>) -> Result<T, Er
     }
 }
 
-/// `get-info`: an answer about another allocation is unknown.
+/// `get-info`: a success that is not [consistent](is_consistent_success)
+/// (another allocation's, claiming settlement, present without an id) is
+/// unknown.
 pub fn read(answer: Result<Info, Error>, allocation: &Reference) -> Result<Info, Error> {
     match self::answer(Operation::GetInfo, answer) {
-        Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed),
+        Ok(info) if !is_consistent_success(Operation::GetInfo, &info, allocation) => {
+            Err(Error::ComputeUnconfirmed)
+        }
         other => other,
     }
 }
 
-/// `create`, `renew`, `kill`: a success about another allocation is
-/// unknown; a failure keeps only exact-reference settlement evidence.
+/// `create`, `renew`, `kill`: a success that is not
+/// [consistent](is_consistent_success) is unknown; a failure keeps only
+/// exact-reference settlement evidence, and only from Create.
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
-pub fn mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Result<Info, Failure> {
+pub fn mutation(
+    operation: Operation,
+    answer: Result<Info, Failure>,
+    allocation: &Reference,
+) -> Result<Info, Failure> {
     match answer {
-        Ok(info) if info.reference != *allocation => Err(Error::ComputeUnconfirmed.into()),
+        Ok(info) if !is_consistent_success(operation, &info, allocation) => {
+            Err(Error::ComputeUnconfirmed.into())
+        }
         Ok(info) => Ok(info),
         Err(Failure {
             error: Error::Unsupported(_),
@@ -57,7 +97,9 @@ pub fn mutation(answer: Result<Info, Failure>, allocation: &Reference) -> Result
         }) => Err(Error::ComputeUnconfirmed.into()),
         Err(Failure { error, info }) => Err(Failure {
             error,
-            info: info.filter(|info| is_settlement_evidence(info, allocation)),
+            info: info.filter(|info| {
+                may_claim_settlement(operation) && is_settlement_evidence(info, allocation)
+            }),
         }),
     }
 }
@@ -130,7 +172,7 @@ mod tests {
                 error: Error::Exists,
                 info: Some(info.clone()),
             };
-            mutation(Err(failure), &own)
+            mutation(Operation::Create, Err(failure), &own)
                 .expect_err("a failure")
                 .info
                 .is_some()
@@ -163,7 +205,78 @@ mod tests {
             Err(Error::ComputeUnconfirmed)
         );
         assert_eq!(
-            mutation(Ok(running), &reference("a")),
+            mutation(Operation::Renew, Ok(running), &reference("a")),
+            Err(Error::ComputeUnconfirmed.into())
+        );
+    }
+
+    #[test]
+    fn only_create_may_claim_settlement() {
+        let own = reference("a");
+        let running = |settled| info("a", LifecycleState::Running, Some("id"), settled);
+        assert_eq!(
+            mutation(Operation::Create, Ok(running(true)), &own),
+            Ok(running(true))
+        );
+        assert_eq!(read(Ok(running(false)), &own), Ok(running(false)));
+        assert_eq!(
+            read(Ok(running(true)), &own),
+            Err(Error::ComputeUnconfirmed)
+        );
+        for operation in [Operation::Renew, Operation::Kill] {
+            let settled_absence = info("a", LifecycleState::Absent, None, true);
+            assert_eq!(
+                mutation(operation, Ok(settled_absence.clone()), &own),
+                Err(Error::ComputeUnconfirmed.into()),
+                "{operation:?}"
+            );
+            let failure = Failure {
+                error: Error::ComputeUnconfirmed,
+                info: Some(settled_absence),
+            };
+            assert_eq!(
+                mutation(operation, Err(failure), &own),
+                Err(Error::ComputeUnconfirmed.into()),
+                "{operation:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_successful_info_names_its_compute() {
+        let own = reference("a");
+        // Present compute without an id, or absence that is not a receipt.
+        for bad in [
+            info("a", LifecycleState::Running, None, false),
+            info("a", LifecycleState::Paused, None, false),
+            info("a", LifecycleState::Absent, None, false),
+            info("a", LifecycleState::Absent, Some("id"), false),
+        ] {
+            assert_eq!(
+                read(Ok(bad.clone()), &own),
+                Err(Error::ComputeUnconfirmed),
+                "{bad:?}"
+            );
+        }
+        let receipt = info("a", LifecycleState::Absent, None, true);
+        assert_eq!(
+            mutation(Operation::Create, Ok(receipt.clone()), &own),
+            Ok(receipt)
+        );
+        // Kill's success is absence, proved or not; never present compute.
+        let gone = info("a", LifecycleState::Absent, None, false);
+        assert_eq!(mutation(Operation::Kill, Ok(gone.clone()), &own), Ok(gone));
+        let removed = info("a", LifecycleState::Absent, Some("id"), false);
+        assert_eq!(
+            mutation(Operation::Kill, Ok(removed.clone()), &own),
+            Ok(removed)
+        );
+        assert_eq!(
+            mutation(
+                Operation::Kill,
+                Ok(info("a", LifecycleState::Running, Some("id"), false)),
+                &own
+            ),
             Err(Error::ComputeUnconfirmed.into())
         );
     }

@@ -154,12 +154,12 @@ fn done(value: Value) -> Option<()> {
 
 /// A mutation's answer, policed like an in-process kind's.
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
-fn mutation(answer: Answer, allocation: &Reference) -> Result<Info, Failure> {
+fn mutation(operation: Operation, answer: Answer, allocation: &Reference) -> Result<Info, Failure> {
     let answer = match answer {
         Answer::Failed(error, info) => Err(Failure { error, info }),
         other => expect(other, Error::ComputeUnconfirmed, info).map_err(Failure::from),
     };
-    police::mutation(answer, allocation)
+    police::mutation(operation, answer, allocation)
 }
 
 impl RemoteProvider {
@@ -229,7 +229,7 @@ impl SandboxProvider for RemoteProvider {
     async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
         let allocation = request.reference.clone();
         let answer = self.checked(Call::Create(request), budget).await?;
-        mutation(answer, &allocation)
+        mutation(Operation::Create, answer, &allocation)
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
@@ -241,13 +241,13 @@ impl SandboxProvider for RemoteProvider {
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let call = Call::Renew(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        mutation(answer, &allocation)
+        mutation(Operation::Renew, answer, &allocation)
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let call = Call::Kill(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        mutation(answer, &allocation)
+        mutation(Operation::Kill, answer, &allocation)
     }
 
     async fn run_command(

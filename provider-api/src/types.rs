@@ -52,7 +52,7 @@ mod base64_optional {
 }
 
 /// The allocation an operation is about.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reference {
     /// Core's tenant.
@@ -67,10 +67,14 @@ pub struct Reference {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LifecycleState {
-    /// Created, not yet running.
+    /// Created, not yet running (or restarting).
     Pending,
     /// Running.
     Running,
+    /// Present, its processes frozen in memory.
+    Paused,
+    /// Present only as a snapshot.
+    Suspended,
     /// Present but stopped.
     Stopped,
     /// Gone.
@@ -94,7 +98,8 @@ pub struct Info {
     pub state: LifecycleState,
     /// Evidence that the bootstrap reached the runtime.
     pub bootstrap_complete: bool,
-    /// Evidence that Create's outcome is settled.
+    /// Evidence that the original Create for this reference can no longer
+    /// change resources (see the WIT's `info` for who may claim it).
     pub create_settled: bool,
 }
 
@@ -155,12 +160,11 @@ pub struct Command {
 }
 
 impl Command {
-    /// A command the contract accepts: a program, and stdin within the
-    /// bound. Anything else is `invalid` before it is sent anywhere, in
-    /// process or through a node.
+    /// A command the contract accepts ([`crate::input::command`]).
+    /// Anything else is `invalid` before it is sent anywhere, in process or
+    /// through a node.
     pub fn is_valid(&self) -> bool {
-        let stdin = self.stdin.as_ref().map_or(0, Vec::len);
-        !self.args.is_empty() && stdin <= oac_contract::bounds::MAX_STDIN_BYTES
+        crate::input::command(self)
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`crate::types`], unchanged. Decoding is strict.
 //!
 //! The protocol is HTTP/1.1 on a Unix socket or TCP. Every request and
-//! answer carries `oac-protocol: oac-node/1` (matched exactly, no fallback)
+//! answer carries `oac-protocol: oac-node/2` (matched exactly, no fallback)
 //! and every request `authorization: Bearer <token>` (compared in constant
 //! time). Endpoints:
 //!
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 /// The header naming the protocol version on every request and answer.
 pub const PROTOCOL_HEADER: &str = "oac-protocol";
 /// The one protocol version this build speaks.
-pub const PROTOCOL_VERSION: &str = "oac-node/1";
+pub const PROTOCOL_VERSION: &str = "oac-node/2";
 /// Largest request body: 50 MiB + 32 bytes of stdin as base64, plus room
 /// for the envelope.
 pub const MAX_REQUEST_BYTES: usize = 72 << 20;

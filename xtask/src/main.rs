@@ -40,12 +40,13 @@ fn workspace_root() -> PathBuf {
 }
 
 /// The contract suite's deliberately broken adapters, one build per feature.
-const MUTANTS: [&str; 5] = [
+const MUTANTS: [&str; 6] = [
     "retry-create",
     "delete-foreign",
     "invent-settlement",
     "io-before-unsupported",
     "leak-secret",
+    "settle-on-observation",
 ];
 
 /// Builds components in the plugins workspace (release, wasm32-wasip2).

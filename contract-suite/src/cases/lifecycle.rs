@@ -1,5 +1,6 @@
-//! Clause `lifecycle`: the happy path of one allocation, and the
-//! settlement evidence a duplicate Create returns.
+//! Clause `lifecycle`: the happy path of one allocation; clause
+//! `settlement`: what a duplicate Create returns, and that no observation
+//! or Kill claims to settle a Create.
 
 use super::{Runner, ensure};
 use crate::report::Level;
@@ -55,18 +56,32 @@ pub async fn run(runner: &mut Runner<'_>) {
         .await;
     runner
         .case(
+            "settlement.observation",
+            "settlement",
+            Level::Must,
+            "GetInfo of running compute never claims create-settled: an observation cannot prove a Create ended.",
+            async |h| match h.get_info(r).await {
+                Ok(info) => ensure(!info.create_settled, || format!("info {info:?}")),
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    runner
+        .case(
             "lifecycle.duplicate-create",
             "settlement",
             Level::Must,
-            "A second Create returns exists with the existing allocation's info as evidence.",
+            "A second Create returns exists; info it carries is the existing compute's, for the exact reference.",
             async |h| match h.create(r).await {
                 Err(Failure {
                     error: Error::Exists,
-                    info: Some(info),
+                    info,
                 }) => {
                     let expected = id.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    ensure(info.reference == *r && info.provider_id == expected, || {
-                        format!("evidence {info:?}")
+                    info.map_or(Ok(()), |info| {
+                        ensure(info.reference == *r && info.provider_id == expected, || {
+                            format!("evidence {info:?}")
+                        })
                     })
                 }
                 other => Err(format!("{other:?}")),
@@ -104,7 +119,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             "lifecycle.kill",
             "lifecycle",
             Level::Must,
-            "Kill succeeds and reports settled absence.",
+            "Kill succeeds and reports absence for the exact reference.",
             async |h| match h.kill(r).await {
                 Ok(info) => ensure(
                     info.reference == *r && info.state == LifecycleState::Absent,
@@ -116,14 +131,15 @@ pub async fn run(runner: &mut Runner<'_>) {
         .await;
     runner
         .case(
-            "lifecycle.kill-again",
-            "lifecycle",
+            "settlement.kill-again",
+            "settlement",
             Level::Must,
-            "Kill on confirmed absence succeeds again.",
+            "Kill on confirmed absence succeeds again, without claiming create-settled: a Kill alone is not terminal proof.",
             async |h| match h.kill(r).await {
-                Ok(info) => ensure(info.state == LifecycleState::Absent, || {
-                    format!("info {info:?}")
-                }),
+                Ok(info) => ensure(
+                    info.state == LifecycleState::Absent && !info.create_settled,
+                    || format!("info {info:?}"),
+                ),
                 other => Err(format!("{other:?}")),
             },
         )

@@ -30,6 +30,18 @@ pub(crate) struct Capabilities {
     pub credential: Option<String>,
 }
 
+impl Capabilities {
+    /// Whether the kind's compute gets exactly `access`. Under the Docker
+    /// capability the host's container policy decides the network, so a
+    /// bootstrap asking for another is refused before anything runs; a
+    /// vendor reached over HTTP applies the request itself.
+    pub(crate) fn enforces(&self, access: oac_provider_api::types::NetworkAccess) -> bool {
+        self.docker
+            .as_ref()
+            .is_none_or(|docker| docker.policy().enforces(access))
+    }
+}
+
 /// Links every capability import (and the shared `types` interface), one
 /// capability at a time, each by its own module.
 pub(crate) fn add_to_linker(

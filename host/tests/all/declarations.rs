@@ -194,12 +194,14 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         allocation_id: "a".into(),
     };
     let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
-    let info = host
-        .kind("minimal")
-        .expect("a loaded kind")
-        .get_info(allocation.clone(), budget)
-        .await
-        .expect("get-info");
-    assert_eq!(info.reference, allocation);
-    assert_eq!(info.state, sandbox_host::types::LifecycleState::Absent);
+    let kind = host.kind("minimal").expect("a loaded kind");
+    assert_eq!(
+        kind.get_info(allocation.clone(), budget).await,
+        Err(sandbox_host::types::Error::NotFound),
+        "an observation of nothing is not-found, never absence"
+    );
+    let killed = kind.kill(allocation.clone(), budget).await.expect("kill");
+    assert_eq!(killed.reference, allocation);
+    assert_eq!(killed.state, sandbox_host::types::LifecycleState::Absent);
+    assert!(!killed.create_settled, "a Kill alone settles nothing");
 }

@@ -425,13 +425,16 @@ async fn duplicate_create_and_retained_volumes_are_exists() {
         .expect("a loaded kind")
         .create(bootstrap(&reference), budget())
         .await;
-    match again {
-        Err(Failure {
-            error: Error::Exists,
-            info: Some(info),
-        }) => assert_eq!(info.provider_id, first.provider_id),
-        other => panic!("expected exists with info, got {other:?}"),
-    }
+    // The existing compute is not evidence that its Create ended: the host
+    // keeps no info a duplicate Create cannot prove settled.
+    assert_eq!(again, Err(Failure::from(Error::Exists)));
+    let seen = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .get_info(reference.clone(), budget())
+        .await
+        .expect("get-info");
+    assert_eq!(seen.provider_id, first.provider_id);
     assert_eq!(
         proxy.count("POST", "/containers/create"),
         1,

@@ -15,4 +15,5 @@ mod http;
 mod isolation;
 mod limits;
 mod registration;
+mod settlement;
 mod transport;

@@ -214,7 +214,7 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
     let refused = |status: u16, code: &str| (status, serde_json::json!({ "refused": code }));
 
     let wrong_version = [
-        (PROTOCOL_HEADER, "oac-node/2"),
+        (PROTOCOL_HEADER, "oac-node/1"),
         ("authorization", GOOD[1].1),
     ];
     let answer = node
@@ -507,6 +507,42 @@ async fn contradicting_answers_are_unknown_on_both_paths() {
             "{action}: create through the node"
         );
     }
+    node.stop().await;
+}
+
+/// Observations that claim what an observation cannot have: settlement of
+/// a Create, or present compute without its native id. Unknown on both
+/// paths; the same answer from Create (which may claim settlement) stands.
+#[tokio::test]
+async fn evidence_an_observation_cannot_have_is_unknown_on_both_paths() {
+    let actions = ["settle-on-observation", "no-id"];
+    let kinds: Vec<(&str, serde_json::Value)> = actions
+        .iter()
+        .map(|action| (*action, steer(action)))
+        .collect();
+    let node = serve(&kinds, 8).await;
+    for action in actions {
+        let remote = node.proxy(action).await;
+        let local = node.local(action);
+        for (path, answer) in [
+            (
+                "in-process",
+                local.get_info(reference("a"), budget(5_000)).await,
+            ),
+            (
+                "through the node",
+                remote.get_info(reference("a"), budget(5_000)).await,
+            ),
+        ] {
+            assert_eq!(answer, Err(Error::ComputeUnconfirmed), "{action}: {path}");
+        }
+    }
+    let settled = node
+        .local("settle-on-observation")
+        .create(bootstrap("a"), budget(5_000))
+        .await
+        .expect("Create may claim settlement");
+    assert!(settled.create_settled);
     node.stop().await;
 }
 

@@ -57,12 +57,13 @@ fn observe_volume(volume: &str) -> Result<Found<()>, Error> {
     observed(docker::volume_inspect(volume))
 }
 
+/// What an observation of the allocation's container shows. An
+/// observation never settles a Create: only Create's own answer can.
 fn info_of(allocation: Reference, container: &ContainerSummary) -> Info {
     let state = match container.status {
-        ContainerStatus::Running | ContainerStatus::Paused | ContainerStatus::Restarting => {
-            LifecycleState::Running
-        }
-        ContainerStatus::Created => LifecycleState::Pending,
+        ContainerStatus::Running => LifecycleState::Running,
+        ContainerStatus::Paused => LifecycleState::Paused,
+        ContainerStatus::Created | ContainerStatus::Restarting => LifecycleState::Pending,
         _ => LifecycleState::Stopped,
     };
     Info {
@@ -72,17 +73,36 @@ fn info_of(allocation: Reference, container: &ContainerSummary) -> Info {
         // image or limits) blocks readiness; it never triggers cleanup.
         bootstrap_complete: container.status == ContainerStatus::Running && container.conforms,
         state,
-        create_settled: true,
+        create_settled: false,
     }
 }
 
+/// Kill's answer: every resource confirmed gone. It does not settle the
+/// original Create, which a Kill cannot know has ended.
 fn absent(allocation: Reference) -> Info {
     Info {
         reference: allocation,
         provider_id: None,
         state: LifecycleState::Absent,
         bootstrap_complete: false,
-        create_settled: true,
+        create_settled: false,
+    }
+}
+
+/// Create's definite end at a container that does not carry the node's
+/// policy: the host left it unstarted, and this Create changes nothing
+/// more. Kill removes it.
+fn refused_container(allocation: Reference, call: &Call) -> Failure {
+    let info = match observe_container(call) {
+        Ok(Found::Owned(container)) => Some(Info {
+            create_settled: true,
+            ..info_of(allocation, &container)
+        }),
+        _ => None,
+    };
+    Failure {
+        error: Error::Invalid,
+        info,
     }
 }
 
@@ -113,7 +133,11 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
     let hosts = call.configuration.hosts()?;
     // The host creates it under the node's policy and verifies it before
     // answering; every follow-up names the id it answered.
-    let id = docker::container_create(&spec::container_spec(identity, hosts)).map_err(refused)?;
+    let id = match docker::container_create(&spec::container_spec(identity, hosts)) {
+        Ok(id) => id,
+        Err(DockerError::Invalid) => return Err(refused_container(allocation, &call)),
+        Err(error) => return Err(refused(error).into()),
+    };
     let record = archive::bootstrap_record(&request);
     docker::archive_upload(&id, "/home", &archive::home_archive(&record)).map_err(unconfirmed)?;
     docker::archive_upload(&id, "/environment", &archive::environment_archive())

@@ -6,29 +6,38 @@ use oac_provider_sdk::prelude::*;
 
 struct Minimal;
 
-fn absent(allocation: Reference) -> Info {
+/// No resource of the allocation exists. `settled` only where this answer
+/// proves the original Create can no longer change resources.
+fn absent(allocation: Reference, settled: bool) -> Info {
     Info {
         reference: allocation,
         provider_id: None,
         state: LifecycleState::Absent,
         bootstrap_complete: false,
-        create_settled: true,
+        create_settled: settled,
     }
 }
 
 impl Sandbox for Minimal {
-    fn create(_request: Bootstrap) -> Result<Info, Failure> {
-        // A real adapter creates compute through a capability here.
-        Err(Error::Invalid.into())
+    fn create(request: Bootstrap) -> Result<Info, Failure> {
+        // A real adapter creates compute through a capability here. This
+        // Create refuses before any effect: its outcome is definite, so its
+        // failure is settlement evidence.
+        Err(Failure {
+            error: Error::Invalid,
+            info: Some(absent(request.reference, true)),
+        })
     }
-    fn get_info(allocation: Reference) -> Result<Info, Error> {
-        Ok(absent(allocation))
+    fn get_info(_allocation: Reference) -> Result<Info, Error> {
+        // An observation that finds nothing proves nothing: `not-found`.
+        Err(Error::NotFound)
     }
-    fn renew(allocation: Reference) -> Result<Info, Failure> {
-        Ok(absent(allocation))
+    fn renew(_allocation: Reference) -> Result<Info, Failure> {
+        Err(Error::NotFound.into())
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        Ok(absent(allocation))
+        // Confirmed absence; a Kill never settles a Create.
+        Ok(absent(allocation, false))
     }
     fn run_command(_allocation: Reference, _request: Command) -> Result<CommandResult, Error> {
         Err(Error::NotFound)

@@ -6,7 +6,8 @@
 //! - `invent-settlement`: a failed Create claims settlement and bootstrap;
 //! - `io-before-unsupported`: batch observation touches the engine before
 //!   answering unsupported;
-//! - `leak-secret`: Create logs the daemon credential.
+//! - `leak-secret`: Create logs the daemon credential;
+//! - `settle-on-observation`: GetInfo and Kill claim `create-settled`.
 //!
 //! Built without a feature it is the unmodified adapter.
 
@@ -74,7 +75,13 @@ impl exports::sandbox_provider::Guest for Mutant {
         answer
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {
-        Real::get_info(allocation)
+        let answer = Real::get_info(allocation);
+        #[cfg(feature = "settle-on-observation")]
+        let answer = answer.map(|info| Info {
+            create_settled: true,
+            ..info
+        });
+        answer
     }
     fn renew(allocation: Reference) -> Result<Info, Failure> {
         Real::renew(allocation)
@@ -87,7 +94,13 @@ impl exports::sandbox_provider::Guest for Mutant {
             let _ = docker::volume_remove(&names.home);
             let _ = docker::volume_remove(&names.environment);
         }
-        Real::kill(allocation)
+        let answer = Real::kill(allocation);
+        #[cfg(feature = "settle-on-observation")]
+        let answer = answer.map(|info| Info {
+            create_settled: true,
+            ..info
+        });
+        answer
     }
     fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
         Real::run_command(allocation, request)

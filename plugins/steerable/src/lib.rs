@@ -189,6 +189,9 @@ fn spin_forever() -> ! {
     }
 }
 
+/// The native id of the compute a plain answer describes.
+const NATIVE_ID: &str = "native-1";
+
 fn info(allocation: Reference, provider_id: Option<String>) -> Info {
     Info {
         reference: allocation,
@@ -306,14 +309,21 @@ fn act(allocation: Reference) -> Result<Info, Error> {
         return answer.map(|id| info(allocation, Some(id)));
     }
     match steering.action.as_str() {
-        "" | "none" => Ok(info(allocation, None)),
+        "" | "none" => Ok(info(allocation, Some(NATIVE_ID.into()))),
+        // An observation that claims to settle a Create.
+        "settle-on-observation" => Ok(Info {
+            create_settled: true,
+            ..info(allocation, Some(NATIVE_ID.into()))
+        }),
+        // Present compute without its native id.
+        "no-id" => Ok(info(allocation, None)),
         // A success about another allocation.
         "foreign-answer" => {
             let other = Reference {
                 allocation_id: format!("{}-other", allocation.allocation_id),
                 ..allocation
             };
-            Ok(info(other, None))
+            Ok(info(other, Some(NATIVE_ID.into())))
         }
         code if code.starts_with("error-") => Err(steered_error(code)),
         // An answer larger than any transport frame.
@@ -416,7 +426,7 @@ impl exports::sandbox_provider::Guest for Steerable {
                 "steerable_bootstrap",
                 &[("request".into(), line)],
             );
-            return Ok(info(request.reference, None));
+            return Ok(info(request.reference, Some(NATIVE_ID.into())));
         }
         act(request.reference).map_err(Failure::from)
     }
@@ -429,7 +439,7 @@ impl exports::sandbox_provider::Guest for Steerable {
     fn renew(allocation: Reference) -> Result<Info, Failure> {
         match vendor_base(&steering()) {
             Some(base) => vendor::get_info(&base, allocation).map_err(Failure::from),
-            None => Ok(info(allocation, None)),
+            None => Ok(info(allocation, Some(NATIVE_ID.into()))),
         }
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {

@@ -53,13 +53,14 @@ fn observe(base: &str, allocation: &Reference) -> Result<Option<Sandbox>, Error>
     Ok(Some(Sandbox { id }))
 }
 
-fn running(allocation: Reference, id: String) -> Info {
+/// A running sandbox; `settled` only in Create's own success.
+fn running(allocation: Reference, id: String, settled: bool) -> Info {
     Info {
         reference: allocation,
         provider_id: Some(id),
         state: LifecycleState::Running,
         bootstrap_complete: true,
-        create_settled: true,
+        create_settled: settled,
     }
 }
 
@@ -68,7 +69,7 @@ pub fn create(base: &str, replay: bool, allocation: Reference) -> Result<Info, F
     if let Some(existing) = observe(base, &allocation)? {
         return Err(Failure {
             error: Error::Exists,
-            info: Some(running(allocation, existing.id)),
+            info: Some(running(allocation, existing.id, false)),
         });
     }
     let metadata = json!({
@@ -96,13 +97,13 @@ pub fn create(base: &str, replay: bool, allocation: Reference) -> Result<Info, F
     let created: Value =
         serde_json::from_slice(&response.body).map_err(|_| Error::ComputeUnconfirmed)?;
     let id = created["id"].as_str().ok_or(Error::ComputeUnconfirmed)?;
-    Ok(running(allocation, id.to_string()))
+    Ok(running(allocation, id.to_string(), true))
 }
 
 /// The allocation's sandbox, observed.
 pub fn get_info(base: &str, allocation: Reference) -> Result<Info, Error> {
     match observe(base, &allocation)? {
-        Some(sandbox) => Ok(running(allocation, sandbox.id)),
+        Some(sandbox) => Ok(running(allocation, sandbox.id, false)),
         None => Err(Error::NotFound),
     }
 }
@@ -123,7 +124,7 @@ pub fn kill(base: &str, allocation: Reference) -> Result<Info, Failure> {
             provider_id: None,
             state: LifecycleState::Absent,
             bootstrap_complete: false,
-            create_settled: true,
+            create_settled: false,
         }),
         Some(_) => Err(Error::ComputeUnconfirmed.into()),
     }

@@ -59,6 +59,13 @@ pub(crate) struct DockerBroker {
     boundary: Boundary,
 }
 
+impl DockerBroker {
+    /// The container policy every container of this kind gets.
+    pub(crate) fn policy(&self) -> &ContainerPolicy {
+        &self.policy
+    }
+}
+
 fn parse_api_version(version: &str) -> Option<(u32, u32)> {
     let (major, minor) = version.split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
@@ -397,7 +404,7 @@ impl DockerCall<'_> {
     }
 
     /// Creates a container under the policy, verifies it, and checks its
-    /// volumes again; one that fails verification is removed.
+    /// volumes again (see [`Self::verify_created`]).
     pub async fn container_create(&self, spec: &ContainerSpec) -> Result<String, DockerError> {
         let request = ContainerRequest::check(spec).map_err(|_| DockerError::Invalid)?;
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
@@ -425,10 +432,12 @@ impl DockerCall<'_> {
         Ok(created.id)
     }
 
-    /// The verification after create. Only a container proved to be the
-    /// one just created (same id, this allocation's labels) is removed
-    /// when it does not carry the policy or mounts a volume that is not
-    /// this allocation's; a failed inspection proves nothing and leaves it.
+    /// The verification after create. A container without the policy is
+    /// `invalid` and left unstarted (it can never be used). Only a
+    /// container proved to be the one just created (same id, this
+    /// allocation's labels) is removed when it differs from the request or
+    /// mounts a volume that is not this allocation's; a failed inspection
+    /// proves nothing and leaves it.
     async fn verify_created(
         &self,
         id: &str,
@@ -438,9 +447,22 @@ impl DockerCall<'_> {
             .owned_container(id)
             .await
             .map_err(|_| DockerError::Unconfirmed)?;
-        if let Some(field) = self.policy().mismatch(&owned.inspected, request) {
+        if let Some(field) = self.policy().nonconformity(&owned.inspected) {
+            // It is never started or used (every start, exec and upload
+            // checks the policy first); the component names it in its
+            // answer and Kill removes it.
             tracing::warn!(
                 event = "container_policy_mismatch",
+                field,
+                "created container left unstarted"
+            );
+            return Err(DockerError::Invalid);
+        }
+        if let Some(field) = self.policy().mismatch(&owned.inspected, request) {
+            // It carries the policy but is not what was asked for (mounts,
+            // command, name): nothing would stop a later start, so it goes.
+            tracing::warn!(
+                event = "container_request_mismatch",
                 field,
                 "created container removed"
             );

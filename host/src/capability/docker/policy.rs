@@ -97,6 +97,21 @@ pub struct ContainerPolicy {
     nested_sandbox: bool,
 }
 
+impl ContainerPolicy {
+    /// Whether a container under this policy gets exactly the network
+    /// access a bootstrap asks for: `disabled` only on network `none`,
+    /// `enabled` only on another network, and never `restricted` (the
+    /// engine cannot limit a container to a list of domains).
+    pub fn enforces(&self, access: oac_provider_api::types::NetworkAccess) -> bool {
+        use oac_provider_api::types::NetworkAccess;
+        match access {
+            NetworkAccess::Disabled => self.network == "none",
+            NetworkAccess::Enabled => self.network != "none",
+            NetworkAccess::Restricted => false,
+        }
+    }
+}
+
 /// The reference grammar of a pinned image: `name[:tag]@sha256:<hex>` with
 /// Docker's name grammar (an optional registry host and port, then
 /// lowercase path components), or a bare image id.

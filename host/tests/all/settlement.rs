@@ -1,0 +1,553 @@
+//! Settlement evidence (contract 0.2) with the real Docker adapter against
+//! the fake engine, in process and through a node: an observation or a Kill
+//! never settles a Create; operations on one reference take turns, so a
+//! GetInfo sent while a Create is stalled waits for it and a queued
+//! mutation whose budget ends never runs; cleanup after a lost Create
+//! response; partial volumes; a container made without the policy; and
+//! input the contract refuses, before any native request.
+
+use crate::support::*;
+use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::host::Connect;
+use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::provider::SandboxProvider;
+use sandbox_host::registry;
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
+use sandbox_host::types::{
+    Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
+};
+use sandbox_host::{Budget, Host, NodeBinding};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "settlement-test-token-0123456789";
+
+fn budget(ms: u32) -> Budget {
+    Budget::from_millis(ms).expect("budget")
+}
+
+fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "tenant".into(),
+        environment_id: "env".into(),
+        allocation_id: allocation.into(),
+    }
+}
+
+fn bootstrap(allocation: &str) -> Bootstrap {
+    Bootstrap {
+        reference: reference(allocation),
+        session_id: "session".into(),
+        device_id: "device".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "credential".into(),
+        harness: "harness".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    }
+}
+
+/// The Docker kind against a fake engine holding the policy's image.
+struct Docker {
+    host: Arc<Host>,
+    engine: FakeEngine,
+}
+
+impl Docker {
+    async fn start(hook: Option<Arc<dyn NativeHook>>) -> Self {
+        let engine = FakeEngine::start().await;
+        engine.insert_image("oac-test-runtime:test", NO_IMAGE);
+        let row = registry::builtin()
+            .into_iter()
+            .find(|row| row.kind == "docker")
+            .expect("docker kind");
+        let binding = NodeBinding {
+            installation_id: INSTALLATION.into(),
+            docker_socket: Some(engine.socket.clone()),
+            container_policy: Some(policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
+            configuration: json!({}),
+            credential: None,
+            hook,
+        };
+        let bindings = BTreeMap::from([("docker".to_string(), binding)]);
+        let host = Host::load(
+            runtime(),
+            &[row],
+            &plugin_dir(),
+            &bindings,
+            Connect::Capabilities,
+        )
+        .await
+        .expect("docker kind loads (run `cargo xtask build-plugins` first)");
+        engine.clear_requests();
+        Self {
+            host: Arc::new(host),
+            engine,
+        }
+    }
+
+    fn kind(&self) -> &sandbox_host::Kind {
+        self.host.kind("docker").expect("docker kind")
+    }
+
+    fn count(&self, request: &str) -> usize {
+        self.engine
+            .recorded()
+            .iter()
+            .filter(|r| r.as_str() == request)
+            .count()
+    }
+}
+
+/// A node serving a host on a Unix socket, until dropped.
+struct Served {
+    client: NodeClient,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    async fn start(host: Arc<Host>) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("node.sock");
+        let token_path = dir.path().join("token");
+        std::fs::write(&token_path, TOKEN).expect("token");
+        std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let token = Token::read(&token_path).expect("token");
+        let node = Node::new(host, token, 64);
+        let listen = Listen {
+            unix: Some(socket.clone()),
+            tcp: None,
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            node.serve(&listen, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let client = NodeClient::new(&Endpoint::Unix(socket), TOKEN).expect("client");
+        for _ in 0..200 {
+            if client.kinds(budget(1_000)).await.is_ok() {
+                return Self {
+                    client,
+                    stop: Some(stop),
+                    _dir: dir,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the node did not start serving");
+    }
+
+    async fn proxy(&self) -> RemoteProvider {
+        RemoteProvider::connect(self.client.clone(), "docker", budget(5_000))
+            .await
+            .expect("proxy")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The provider under test: the in-process kind, or the proxy to a node.
+async fn each_path(test: impl AsyncFn(&Docker, &dyn Provider, &str)) {
+    let local = Docker::start(None).await;
+    test(&local, &InProcess(local.host.clone()), "in-process").await;
+    let remote = Docker::start(None).await;
+    let served = Served::start(remote.host.clone()).await;
+    let proxy = served.proxy().await;
+    test(&remote, &Remote(proxy), "through the node").await;
+}
+
+/// The operations these tests need, object-safe so one test body serves
+/// both paths.
+trait Provider {
+    fn create(&self, b: Bootstrap, ms: u32) -> BoxFuture<'_, Result<Info, Failure>>;
+    fn get_info(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Error>>;
+    fn renew(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Failure>>;
+    fn kill(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Failure>>;
+    fn run(&self, r: Reference, c: Command, ms: u32) -> BoxFuture<'_, Result<Vec<u8>, Error>>;
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+struct InProcess(Arc<Host>);
+struct Remote(RemoteProvider);
+
+macro_rules! provider_via {
+    ($type:ty, $provider:expr) => {
+        impl Provider for $type {
+            fn create(&self, b: Bootstrap, ms: u32) -> BoxFuture<'_, Result<Info, Failure>> {
+                Box::pin(async move { $provider(self).create(b, budget(ms)).await })
+            }
+            fn get_info(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Error>> {
+                Box::pin(async move { $provider(self).get_info(r, budget(ms)).await })
+            }
+            fn renew(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Failure>> {
+                Box::pin(async move { $provider(self).renew(r, budget(ms)).await })
+            }
+            fn kill(&self, r: Reference, ms: u32) -> BoxFuture<'_, Result<Info, Failure>> {
+                Box::pin(async move { $provider(self).kill(r, budget(ms)).await })
+            }
+            fn run(
+                &self,
+                r: Reference,
+                c: Command,
+                ms: u32,
+            ) -> BoxFuture<'_, Result<Vec<u8>, Error>> {
+                Box::pin(async move {
+                    $provider(self)
+                        .run_command(r, c, budget(ms))
+                        .await
+                        .map(|result| result.stdout)
+                })
+            }
+        }
+    };
+}
+
+fn in_process(p: &InProcess) -> &sandbox_host::Kind {
+    p.0.kind("docker").expect("kind")
+}
+
+fn remote(p: &Remote) -> &RemoteProvider {
+    &p.0
+}
+
+provider_via!(InProcess, in_process);
+provider_via!(Remote, remote);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_or_a_kill_never_settles_a_create() {
+    each_path(async |docker, provider, path| {
+        let created = provider
+            .create(bootstrap("a"), 5_000)
+            .await
+            .expect("create");
+        assert!(
+            created.create_settled,
+            "{path}: Create's own success is settled"
+        );
+        let id = created.provider_id.clone();
+        let seen = provider
+            .get_info(reference("a"), 5_000)
+            .await
+            .expect("get-info");
+        assert_eq!(
+            (seen.state, seen.provider_id.clone(), seen.create_settled),
+            (LifecycleState::Running, id.clone(), false),
+            "{path}: an observation of an existing container never settles"
+        );
+        let renewed = provider.renew(reference("a"), 5_000).await.expect("renew");
+        assert!(!renewed.create_settled, "{path}: renew observes");
+        let killed = provider.kill(reference("a"), 5_000).await.expect("kill");
+        assert_eq!(
+            (killed.state, killed.create_settled),
+            (LifecycleState::Absent, false),
+            "{path}: a Kill alone is not terminal proof"
+        );
+        let again = provider
+            .kill(reference("a"), 5_000)
+            .await
+            .expect("kill again");
+        assert!(!again.create_settled, "{path}: nor a second one");
+        assert_eq!(
+            provider.get_info(reference("a"), 5_000).await,
+            Err(Error::NotFound),
+            "{path}"
+        );
+        assert!(docker.engine.containers().is_empty(), "{path}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_info_sent_during_a_stalled_create_waits_for_it() {
+    each_path(async |docker, provider, path| {
+        let hold = docker.engine.hold("PUT", "/archive");
+        let (create, get_info) = tokio::join!(provider.create(bootstrap("a"), 10_000), async {
+            hold.arrived(1).await;
+            // The Create is mid-way: its container exists, unstarted.
+            assert_eq!(docker.engine.containers().len(), 1, "{path}");
+            let asked = provider.get_info(reference("a"), 10_000);
+            let waiting = tokio::time::timeout(Duration::from_millis(300), asked).await;
+            assert!(waiting.is_err(), "{path}: GetInfo waits for the Create");
+            let (seen, ()) = tokio::join!(provider.get_info(reference("a"), 10_000), async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                hold.release();
+            });
+            seen
+        });
+        let created = create.expect("the Create ends once released");
+        let seen = get_info.expect("get-info");
+        assert_eq!(
+            (seen.state, seen.provider_id, seen.create_settled),
+            (LifecycleState::Running, created.provider_id, false),
+            "{path}: observed after the Create ended"
+        );
+        assert_eq!(docker.count("POST /containers/create"), 1, "{path}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_mutation_whose_budget_ends_never_runs() {
+    each_path(async |docker, provider, path| {
+        let hold = docker.engine.hold("PUT", "/archive");
+        let (create, kill) = tokio::join!(provider.create(bootstrap("a"), 10_000), async {
+            hold.arrived(1).await;
+            let before = docker.engine.recorded().len();
+            let kill = provider.kill(reference("a"), 300).await;
+            let after = docker.engine.recorded().len();
+            hold.release();
+            (kill, before, after)
+        });
+        let (kill, before, after) = kill;
+        assert_eq!(
+            kill,
+            Err(Failure::from(Error::ComputeUnconfirmed)),
+            "{path}: the Kill's budget ended in the queue"
+        );
+        assert_eq!(before, after, "{path}: the queued Kill sent nothing");
+        create.expect("the Create was not disturbed");
+        assert_eq!(docker.engine.containers().len(), 1, "{path}");
+        let recorded = docker.engine.recorded();
+        assert!(
+            !recorded.iter().any(|r| r.starts_with("DELETE ")),
+            "{path}: {recorded:?}"
+        );
+    })
+    .await;
+}
+
+/// The seeds' "cleanup after a lost Create response", through a node: the
+/// caller of Create leaves while it is stalled; the node runs it to its end
+/// in its turn; GetInfo waits for it and sees the container (unsettled);
+/// Kill removes all three resources; exactly one container-create ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleanup_after_a_lost_create_response() {
+    let docker = Docker::start(None).await;
+    let served = Served::start(docker.host.clone()).await;
+    let proxy = served.proxy().await;
+    let hold = docker.engine.hold("PUT", "/archive");
+    let lost = tokio::time::timeout(
+        Duration::from_millis(500),
+        proxy.create(bootstrap("a"), budget(10_000)),
+    );
+    let (lost, ()) = tokio::join!(lost, hold.arrived(1));
+    assert!(lost.is_err(), "the caller left before the answer");
+    let seen = tokio::spawn({
+        let proxy = served.proxy().await;
+        async move { proxy.get_info(reference("a"), budget(10_000)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !seen.is_finished(),
+        "GetInfo waits for the abandoned Create"
+    );
+    hold.release();
+    let seen = seen.await.expect("task").expect("get-info");
+    assert_eq!(
+        (seen.state, seen.create_settled),
+        (LifecycleState::Running, false)
+    );
+    let killed = proxy
+        .kill(reference("a"), budget(10_000))
+        .await
+        .expect("kill");
+    assert_eq!(
+        (killed.state, killed.create_settled),
+        (LifecycleState::Absent, false)
+    );
+    assert!(docker.engine.containers().is_empty());
+    assert!(docker.engine.volumes().is_empty());
+    assert_eq!(docker.count("POST /containers/create"), 1);
+}
+
+/// Fails the container-create request before it is sent.
+#[derive(Debug)]
+struct FailContainerCreate;
+
+impl NativeHook for FailContainerCreate {
+    fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        (request.action.name() == "container-create").then_some(Fault::FailBeforeDispatch)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_volumes_are_not_found_and_kill_removes_them() {
+    let docker = Docker::start(Some(Arc::new(FailContainerCreate))).await;
+    let kind = docker.kind();
+    let failed = kind.create(bootstrap("a"), budget(5_000)).await;
+    assert!(
+        matches!(&failed, Err(Failure { info: None, .. })),
+        "{failed:?}"
+    );
+    assert_eq!(docker.engine.volumes().len(), 2, "both volumes exist");
+    assert_eq!(
+        kind.get_info(reference("a"), budget(5_000)).await,
+        Err(Error::NotFound),
+        "no container: not-found, never absence"
+    );
+    assert_eq!(docker.engine.volumes().len(), 2, "GetInfo removed nothing");
+    let killed = kind
+        .kill(reference("a"), budget(5_000))
+        .await
+        .expect("kill");
+    assert_eq!(
+        (killed.state, killed.create_settled),
+        (LifecycleState::Absent, false)
+    );
+    assert!(docker.engine.volumes().is_empty(), "Kill removed both");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_made_without_the_configured_limits_or_image_is_invalid_and_settled() {
+    type Tamper = fn(&mut serde_json::Map<String, serde_json::Value>);
+    let tamperings: [(&str, Tamper); 3] = [
+        ("cpu", |body| {
+            body["HostConfig"]["NanoCpus"] = json!(2_000_000_000)
+        }),
+        ("memory", |body| {
+            body["HostConfig"]["Memory"] = json!(1 << 30)
+        }),
+        ("image", |body| body["Image"] = json!("other:latest")),
+    ];
+    for (name, tamper) in tamperings {
+        let docker = Docker::start(None).await;
+        let other = "sha256:0000000000000000000000000000000000000000000000000000000000000002";
+        docker.engine.insert_image("other:latest", other);
+        docker.engine.tamper_creates(tamper);
+        let kind = docker.kind();
+        let failed = kind.create(bootstrap("a"), budget(5_000)).await;
+        let Err(Failure {
+            error: Error::Invalid,
+            info: Some(info),
+        }) = failed
+        else {
+            panic!("{name}: {failed:?}");
+        };
+        assert_eq!(info.reference, reference("a"), "{name}");
+        assert!(info.create_settled, "{name}: the Create ended here");
+        assert_eq!(info.state, LifecycleState::Pending, "{name}: never started");
+        let id = info.provider_id.expect("names its id");
+        assert_eq!(id.len(), 64, "{name}: the full id");
+        let recorded = docker.engine.recorded();
+        assert!(
+            !recorded
+                .iter()
+                .any(|r| r.ends_with("/start") || r.contains("/archive")),
+            "{name}: {recorded:?}"
+        );
+        kind.kill(reference("a"), budget(5_000))
+            .await
+            .expect("Kill removes it");
+        assert!(docker.engine.containers().is_empty(), "{name}");
+    }
+}
+
+/// Every input the contract refuses is `invalid` with no native request, on
+/// both paths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_outside_the_contract_is_invalid_before_any_request() {
+    let with = |change: fn(&mut Bootstrap)| {
+        let mut b = bootstrap("a");
+        change(&mut b);
+        b
+    };
+    let bootstraps: Vec<(&str, Bootstrap)> = vec![
+        (
+            "empty allocation",
+            with(|b| b.reference.allocation_id.clear()),
+        ),
+        (
+            "slash in tenant",
+            with(|b| b.reference.tenant_id = "a/b".into()),
+        ),
+        (
+            "long environment",
+            with(|b| b.reference.environment_id = "e".repeat(129)),
+        ),
+        ("empty session", with(|b| b.session_id.clear())),
+        ("device with space", with(|b| b.device_id = "a b".into())),
+        ("harness path", with(|b| b.harness = "../h".into())),
+        ("empty credential", with(|b| b.daemon_credential.clear())),
+        ("relative core url", with(|b| b.core_url = "core".into())),
+        (
+            "core url userinfo",
+            with(|b| b.core_url = "https://u@core".into()),
+        ),
+        (
+            "domains unrestricted",
+            with(|b| b.allowed_domains = vec!["a.com".into()]),
+        ),
+        (
+            "network the policy does not give",
+            with(|b| b.network_access = NetworkAccess::Enabled),
+        ),
+        (
+            "restricted network",
+            with(|b| {
+                b.network_access = NetworkAccess::Restricted;
+                b.allowed_domains = vec!["example.com".into()];
+            }),
+        ),
+    ];
+    let command = |args: &[&str], directory: Option<&str>| Command {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        directory: directory.map(Into::into),
+        stdin: None,
+    };
+    let commands = [
+        ("no args", command(&[], None)),
+        ("nul arg", command(&["a\0"], None)),
+        ("relative directory", command(&["true"], Some("tmp"))),
+        ("dotdot directory", command(&["true"], Some("/a/.."))),
+    ];
+    each_path(async |docker, provider, path| {
+        for (name, bad) in &bootstraps {
+            assert_eq!(
+                provider.create(bad.clone(), 5_000).await,
+                Err(Failure::from(Error::Invalid)),
+                "{path}: {name}"
+            );
+        }
+        for (name, bad) in &commands {
+            assert_eq!(
+                provider.run(reference("a"), bad.clone(), 5_000).await,
+                Err(Error::Invalid),
+                "{path}: {name}"
+            );
+        }
+        let bad_reference = reference("a b");
+        assert_eq!(
+            provider.get_info(bad_reference.clone(), 5_000).await,
+            Err(Error::Invalid),
+            "{path}"
+        );
+        assert_eq!(
+            provider.kill(bad_reference.clone(), 5_000).await,
+            Err(Failure::from(Error::Invalid)),
+            "{path}"
+        );
+        assert_eq!(
+            provider
+                .run(bad_reference, command(&["true"], None), 5_000)
+                .await,
+            Err(Error::Invalid),
+            "{path}"
+        );
+        assert_eq!(docker.engine.recorded(), Vec::<String>::new(), "{path}");
+    })
+    .await;
+}
