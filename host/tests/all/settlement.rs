@@ -551,3 +551,30 @@ async fn input_outside_the_contract_is_invalid_before_any_request() {
     })
     .await;
 }
+
+/// In process as on a node: a Create whose caller leaves (its future is
+/// dropped) runs to its end in its turn, so the next GetInfo sees what it
+/// finished, never a half-made allocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_create_whose_caller_left_runs_to_its_end() {
+    let docker = Docker::start(None).await;
+    let kind = docker.kind();
+    let hold = docker.engine.hold("PUT", "/archive");
+    let left = tokio::time::timeout(
+        Duration::from_millis(500),
+        kind.create(bootstrap("a"), budget(10_000)),
+    );
+    let (left, ()) = tokio::join!(left, hold.arrived(1));
+    assert!(left.is_err(), "the caller left before the answer");
+    let (seen, ()) = tokio::join!(kind.get_info(reference("a"), budget(10_000)), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        hold.release();
+    });
+    let seen = seen.expect("get-info");
+    assert_eq!(
+        (seen.state, seen.bootstrap_complete),
+        (LifecycleState::Running, true),
+        "the abandoned Create started its container"
+    );
+    assert_eq!(docker.count("POST /containers/create"), 1);
+}
