@@ -123,8 +123,15 @@ impl From<wit::Sample> for Sample {
 impl From<wit::SnapshotIdentity> for SnapshotIdentity {
     fn from(s: wit::SnapshotIdentity) -> Self {
         Self {
-            name: s.name,
+            reference: s.reference.into(),
             id: s.id,
+            digest: s.digest,
+            checkpoint_id: s.checkpoint_id,
+            checkpoint_root: s.checkpoint_root,
+            operation_id: s.operation_id,
+            source_generation: s.source_generation,
+            source_name: s.source_name,
+            source_id: s.source_id,
         }
     }
 }
@@ -132,8 +139,15 @@ impl From<wit::SnapshotIdentity> for SnapshotIdentity {
 impl From<SnapshotIdentity> for wit::SnapshotIdentity {
     fn from(s: SnapshotIdentity) -> Self {
         Self {
-            name: s.name,
+            reference: s.reference.into(),
             id: s.id,
+            digest: s.digest,
+            checkpoint_id: s.checkpoint_id,
+            checkpoint_root: s.checkpoint_root,
+            operation_id: s.operation_id,
+            source_generation: s.source_generation,
+            source_name: s.source_name,
+            source_id: s.source_id,
         }
     }
 }
@@ -160,13 +174,26 @@ impl From<Compute> for wit::Compute {
     }
 }
 
+impl From<wit::ComputeStatus> for ComputeStatus {
+    fn from(s: wit::ComputeStatus) -> Self {
+        match s {
+            wit::ComputeStatus::Running => Self::Running,
+            wit::ComputeStatus::Paused => Self::Paused,
+            wit::ComputeStatus::Suspended => Self::Suspended,
+            wit::ComputeStatus::Stopped => Self::Stopped,
+            wit::ComputeStatus::Absent => Self::Absent,
+        }
+    }
+}
+
 impl From<wit::ComputeState> for ComputeState {
     fn from(s: wit::ComputeState) -> Self {
-        match s {
-            wit::ComputeState::Running => Self::Running,
-            wit::ComputeState::Suspended => Self::Suspended,
-            wit::ComputeState::Stopped => Self::Stopped,
-            wit::ComputeState::Absent => Self::Absent,
+        Self {
+            compute: s.compute.into(),
+            status: s.status.into(),
+            bootstrap_complete: s.bootstrap_complete,
+            snapshot: s.snapshot.map(Into::into),
+            source_stopped: s.source_stopped,
         }
     }
 }
@@ -175,7 +202,9 @@ impl From<SuspendRequest> for wit::SuspendRequest {
     fn from(r: SuspendRequest) -> Self {
         Self {
             reference: r.reference.into(),
-            compute: r.compute.into(),
+            operation_id: r.operation_id,
+            source: r.source.into(),
+            snapshot: r.snapshot.map(Into::into),
             observe_only: r.observe_only,
         }
     }
@@ -185,7 +214,9 @@ impl From<ResumeRequest> for wit::ResumeRequest {
     fn from(r: ResumeRequest) -> Self {
         Self {
             reference: r.reference.into(),
+            operation_id: r.operation_id,
             snapshot: r.snapshot.into(),
+            target: r.target.into(),
             observe_only: r.observe_only,
         }
     }

@@ -143,14 +143,36 @@ impl Kind {
             + Send
             + 'static,
     {
+        self.invoke_valid(operation, scope, true, budget, call)
+            .await
+    }
+
+    /// [`Self::invoke`] for an operation whose input has more than
+    /// references to check: `valid` false is `invalid`, after the
+    /// declaration (an unsupported operation says so whatever its input).
+    async fn invoke_valid<R, C>(
+        &self,
+        operation: Operation,
+        scope: CallScope,
+        valid: bool,
+        budget: Budget,
+        call: C,
+    ) -> Result<R, Error>
+    where
+        R: Send + 'static,
+        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
+            + Send
+            + 'static,
+    {
         if self.policing == Policing::Enforced {
             self.declaration.check(operation)?;
         }
-        let valid = match &scope {
-            CallScope::Node => true,
-            CallScope::Allocation(reference) => input::reference(reference),
-            CallScope::Batch(references) => references.iter().all(input::reference),
-        };
+        let valid = valid
+            && match &scope {
+                CallScope::Node => true,
+                CallScope::Allocation(reference) => input::reference(reference),
+                CallScope::Batch(references) => references.iter().all(input::reference),
+            };
         if !valid {
             return Err(Error::Invalid);
         }
@@ -392,40 +414,69 @@ impl SandboxProvider for Kind {
     }
 }
 
+/// Calls one checkpoint export: `$call` is the export's function, given
+/// the store and borrowed arguments.
+macro_rules! checkpoint_call {
+    ($call:ident ( $($arg:ident),* )) => {
+        move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+            Box::pin(async move {
+                p.oac_sandbox_provider_checkpoint_provider()
+                    .$call(s, $(&$arg),*)
+                    .await
+            })
+        }
+    };
+}
+
 impl CheckpointProvider for Kind {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
         let operation = Operation::Initial;
-        let input = allocation.clone().into();
+        let input: crate::bindings::oac::sandbox_provider::types::Reference =
+            allocation.clone().into();
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_initial(s, &input)
-                        .await
-                })
-            })
+            .invoke(
+                operation,
+                on(&allocation),
+                budget,
+                checkpoint_call!(call_initial(input)),
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| police::constructed(operation, a, 0, None))
     }
 
     async fn new_compute(
         &self,
         allocation: Reference,
         generation: u64,
+        restored_from: Option<SnapshotIdentity>,
         budget: Budget,
     ) -> Result<Compute, Error> {
         let operation = Operation::NewCompute;
-        let input = allocation.clone().into();
+        let valid = restored_from
+            .as_ref()
+            .is_none_or(|from| input::snapshot(from, &allocation));
+        let input: crate::bindings::oac::sandbox_provider::types::Reference =
+            allocation.clone().into();
+        let from: Option<crate::bindings::oac::sandbox_provider::types::SnapshotIdentity> =
+            restored_from.clone().map(Into::into);
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_new_compute(s, &input, generation)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                on(&allocation),
+                valid,
+                budget,
+                move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+                    Box::pin(async move {
+                        p.oac_sandbox_provider_checkpoint_provider()
+                            .call_new_compute(s, &input, generation, from.as_ref())
+                            .await
+                    })
+                },
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| {
+            police::constructed(operation, a, generation, restored_from.as_ref())
+        })
     }
 
     async fn get_compute(
@@ -435,53 +486,61 @@ impl CheckpointProvider for Kind {
         budget: Budget,
     ) -> Result<ComputeState, Error> {
         let operation = Operation::GetCompute;
-        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let valid = input::compute(&incarnation, &allocation);
+        let (input, compute): (
+            crate::bindings::oac::sandbox_provider::types::Reference,
+            crate::bindings::oac::sandbox_provider::types::Compute,
+        ) = (allocation.clone().into(), incarnation.clone().into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_get_compute(s, &input, &compute)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                on(&allocation),
+                valid,
+                budget,
+                checkpoint_call!(call_get_compute(input, compute)),
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| police::compute_state(operation, a, &incarnation))
     }
 
     async fn suspend(
         &self,
         request: SuspendRequest,
         budget: Budget,
-    ) -> Result<SnapshotIdentity, Error> {
+    ) -> Result<ComputeState, Error> {
         let operation = Operation::Suspend;
+        let valid = input::suspend(&request);
         let scope = on(&request.reference);
-        let input = request.into();
+        let input: crate::bindings::oac::sandbox_provider::types::SuspendRequest =
+            request.clone().into();
         let raw = self
-            .invoke(operation, scope, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_suspend(s, &input)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                scope,
+                valid,
+                budget,
+                checkpoint_call!(call_suspend(input)),
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| police::suspended(a, &request))
     }
 
-    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
+    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<ComputeState, Error> {
         let operation = Operation::Resume;
+        let valid = input::resume(&request);
         let scope = on(&request.reference);
-        let input = request.into();
+        let input: crate::bindings::oac::sandbox_provider::types::ResumeRequest =
+            request.clone().into();
         let raw = self
-            .invoke(operation, scope, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_resume(s, &input)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                scope,
+                valid,
+                budget,
+                checkpoint_call!(call_resume(input)),
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| police::resumed(a, &request))
     }
 
     async fn resume_compute(
@@ -491,17 +550,21 @@ impl CheckpointProvider for Kind {
         budget: Budget,
     ) -> Result<ComputeState, Error> {
         let operation = Operation::ResumeCompute;
-        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let valid = input::existing_compute(&incarnation, &allocation);
+        let (input, compute): (
+            crate::bindings::oac::sandbox_provider::types::Reference,
+            crate::bindings::oac::sandbox_provider::types::Compute,
+        ) = (allocation.clone().into(), incarnation.clone().into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_resume_compute(s, &input, &compute)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                on(&allocation),
+                valid,
+                budget,
+                checkpoint_call!(call_resume_compute(input, compute)),
+            )
             .await;
-        self.plain(operation, raw)
+        self.finish(raw, |a| police::thawed(a, &incarnation))
     }
 
     async fn kill_compute(
@@ -511,15 +574,19 @@ impl CheckpointProvider for Kind {
         budget: Budget,
     ) -> Result<(), Error> {
         let operation = Operation::KillCompute;
-        let (input, compute) = (allocation.clone().into(), incarnation.into());
+        let valid = input::existing_compute(&incarnation, &allocation);
+        let (input, compute): (
+            crate::bindings::oac::sandbox_provider::types::Reference,
+            crate::bindings::oac::sandbox_provider::types::Compute,
+        ) = (allocation.clone().into(), incarnation.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_kill_compute(s, &input, &compute)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                on(&allocation),
+                valid,
+                budget,
+                checkpoint_call!(call_kill_compute(input, compute)),
+            )
             .await;
         self.plain(operation, raw)
     }
@@ -531,15 +598,19 @@ impl CheckpointProvider for Kind {
         budget: Budget,
     ) -> Result<(), Error> {
         let operation = Operation::DeleteSnapshot;
-        let (input, snapshot) = (allocation.clone().into(), snapshot.into());
+        let valid = input::snapshot(&snapshot, &allocation);
+        let (input, snapshot): (
+            crate::bindings::oac::sandbox_provider::types::Reference,
+            crate::bindings::oac::sandbox_provider::types::SnapshotIdentity,
+        ) = (allocation.clone().into(), snapshot.into());
         let raw = self
-            .invoke(operation, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_checkpoint_provider()
-                        .call_delete_snapshot(s, &input, &snapshot)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                on(&allocation),
+                valid,
+                budget,
+                checkpoint_call!(call_delete_snapshot(input, snapshot)),
+            )
             .await;
         self.plain(operation, raw)
     }
@@ -551,27 +622,23 @@ impl CheckpointProvider for Kind {
         request: Command,
         budget: Budget,
     ) -> Result<CommandResult, Error> {
-        // An operation declared unsupported says so whatever its input.
-        if self.declaration.supports(Operation::RunCommandCompute) && !request.is_valid() {
-            return Err(Error::Invalid);
-        }
-        let (input, compute, command) = (
+        let valid = input::existing_compute(&incarnation, &allocation) && input::command(&request);
+        let (input, compute, command): (
+            crate::bindings::oac::sandbox_provider::types::Reference,
+            crate::bindings::oac::sandbox_provider::types::Compute,
+            crate::bindings::oac::sandbox_provider::types::Command,
+        ) = (
             allocation.clone().into(),
             incarnation.into(),
             request.into(),
         );
         let raw = self
-            .invoke(
+            .invoke_valid(
                 Operation::RunCommandCompute,
                 on(&allocation),
+                valid,
                 budget,
-                move |p, s| {
-                    Box::pin(async move {
-                        p.oac_sandbox_provider_checkpoint_provider()
-                            .call_run_command_compute(s, &input, &compute, &command)
-                            .await
-                    })
-                },
+                checkpoint_call!(call_run_command_compute(input, compute, command)),
             )
             .await;
         self.finish(raw, police::command)

@@ -3,7 +3,10 @@
 //! `invalid` with zero native requests, the same in process and through a
 //! node. The bounds are in [`oac_contract::bounds`].
 
-use crate::types::{Bootstrap, Command, NetworkAccess, Reference};
+use crate::types::{
+    Bootstrap, Command, Compute, NetworkAccess, Reference, ResumeRequest, SnapshotIdentity,
+    SuspendRequest,
+};
 use oac_contract::bounds::{
     MAX_ALLOWED_DOMAINS, MAX_COMMAND_ARGS, MAX_COMMAND_ARGS_BYTES, MAX_CREDENTIAL_BYTES,
     MAX_DIRECTORY_BYTES, MAX_STDIN_BYTES, MAX_URL_BYTES,
@@ -69,6 +72,68 @@ pub fn bootstrap(bootstrap: &Bootstrap) -> bool {
         && core_url(&bootstrap.core_url)
         && credential
         && domains
+}
+
+/// Most bytes of a name or id a provider gave and Core hands back.
+const MAX_EVIDENCE_BYTES: usize = 1024;
+
+/// Provider evidence handed back: bounded, without control characters.
+fn evidence_text(text: &str) -> bool {
+    text.len() <= MAX_EVIDENCE_BYTES && !text.chars().any(char::is_control)
+}
+
+/// A snapshot of `allocation`, captured by a suspend with an identifier
+/// for its operation id.
+pub fn snapshot(snapshot: &SnapshotIdentity, allocation: &Reference) -> bool {
+    snapshot.reference == *allocation
+        && is_valid_identifier(&snapshot.operation_id)
+        && !snapshot.id.is_empty()
+        && [
+            &snapshot.id,
+            &snapshot.digest,
+            &snapshot.checkpoint_id,
+            &snapshot.checkpoint_root,
+            &snapshot.source_name,
+            &snapshot.source_id,
+        ]
+        .into_iter()
+        .all(|text| evidence_text(text))
+}
+
+/// An incarnation of `allocation`: a name, an id (empty until it exists)
+/// and, when restored, a snapshot of the same allocation.
+pub fn compute(compute: &Compute, allocation: &Reference) -> bool {
+    !compute.name.is_empty()
+        && evidence_text(&compute.name)
+        && evidence_text(&compute.id)
+        && compute
+            .restored_from
+            .as_ref()
+            .is_none_or(|from| snapshot(from, allocation))
+}
+
+/// An incarnation that exists: [`compute`] with its native id.
+pub fn existing_compute(incarnation: &Compute, allocation: &Reference) -> bool {
+    compute(incarnation, allocation) && !incarnation.id.is_empty()
+}
+
+/// Suspend's input: an identifier for the operation, an existing source,
+/// and any snapshot Core already holds being this operation's.
+pub fn suspend(request: &SuspendRequest) -> bool {
+    is_valid_identifier(&request.operation_id)
+        && existing_compute(&request.source, &request.reference)
+        && request.snapshot.as_ref().is_none_or(|known| {
+            snapshot(known, &request.reference) && known.operation_id == request.operation_id
+        })
+}
+
+/// Resume's input: an identifier for the operation, a snapshot of this
+/// allocation, and a target to be restored from exactly that snapshot.
+pub fn resume(request: &ResumeRequest) -> bool {
+    is_valid_identifier(&request.operation_id)
+        && snapshot(&request.snapshot, &request.reference)
+        && compute(&request.target, &request.reference)
+        && request.target.restored_from.as_ref() == Some(&request.snapshot)
 }
 
 /// An absolute `http` or `https` URL with a host, no user information and

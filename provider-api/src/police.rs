@@ -6,7 +6,10 @@
 //! info only when that info is settlement evidence for the exact reference
 //! asked about, from an operation that may claim settlement.
 
-use crate::types::{CommandResult, Error, Failure, Info, LifecycleState, Reference};
+use crate::types::{
+    CommandResult, Compute, ComputeState, ComputeStatus, Error, Failure, Info, LifecycleState,
+    Reference, ResumeRequest, SnapshotIdentity, SuspendRequest,
+};
 use oac_contract::Operation;
 use oac_contract::bounds::MAX_OUTPUT_BYTES;
 
@@ -115,6 +118,132 @@ pub fn command(answer: Result<CommandResult, Error>) -> Result<CommandResult, Er
         }
         Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => Err(Error::CommandUnconfirmed),
         other => other,
+    }
+}
+
+/// True when `answered` is the incarnation `asked` names: the same
+/// generation and name, the same native id when `asked` has one, and
+/// identical provenance.
+pub fn is_same_incarnation(answered: &Compute, asked: &Compute) -> bool {
+    answered.generation == asked.generation
+        && answered.name == asked.name
+        && (asked.id.is_empty() || answered.id == asked.id)
+        && answered.restored_from == asked.restored_from
+}
+
+/// `initial` and `new-compute`: the identity constructed must be of the
+/// asked generation and provenance, else `ownership`.
+pub fn constructed(
+    operation: Operation,
+    answer: Result<Compute, Error>,
+    generation: u64,
+    restored_from: Option<&SnapshotIdentity>,
+) -> Result<Compute, Error> {
+    match self::answer(operation, answer) {
+        Ok(compute)
+            if compute.generation != generation
+                || compute.restored_from.as_ref() != restored_from =>
+        {
+            Err(Error::Ownership)
+        }
+        other => other,
+    }
+}
+
+/// An observation of `asked` (get-compute, resume-compute, and the compute
+/// of a suspend or resume): another incarnation is `ownership`.
+pub fn compute_state(
+    operation: Operation,
+    answer: Result<ComputeState, Error>,
+    asked: &Compute,
+) -> Result<ComputeState, Error> {
+    match self::answer(operation, answer) {
+        Ok(state) if !is_same_incarnation(&state.compute, asked) => Err(Error::Ownership),
+        other => other,
+    }
+}
+
+/// True when `snapshot` is what suspending `state.compute` for `request`
+/// captures: this allocation's, carrying the request's operation id and
+/// the source's exact identity.
+fn captured_by(snapshot: &SnapshotIdentity, request: &SuspendRequest, source: &Compute) -> bool {
+    snapshot.reference == request.reference
+        && snapshot.operation_id == request.operation_id
+        && snapshot.source_generation == source.generation
+        && snapshot.source_name == source.name
+        && snapshot.source_id == source.id
+        && !source.id.is_empty()
+}
+
+/// `suspend`: the source incarnation (else `ownership`), stopped, status
+/// `suspended`, with a snapshot [captured by](captured_by) this request —
+/// under observe-only, the very snapshot Core already holds, if any. Only
+/// observe-only may answer the source without a snapshot, and only while
+/// it runs or is paused with its bootstrap complete (the rollback path).
+/// Anything else is `unconfirmed`.
+pub fn suspended(
+    answer: Result<ComputeState, Error>,
+    request: &SuspendRequest,
+) -> Result<ComputeState, Error> {
+    let state = compute_state(Operation::Suspend, answer, &request.source)?;
+    let holds = match &state.snapshot {
+        Some(snapshot) => {
+            captured_by(snapshot, request, &state.compute)
+                && state.source_stopped
+                && state.status == ComputeStatus::Suspended
+                && (!request.observe_only
+                    || request
+                        .snapshot
+                        .as_ref()
+                        .is_none_or(|known| known == snapshot))
+        }
+        None => {
+            request.observe_only
+                && matches!(state.status, ComputeStatus::Running | ComputeStatus::Paused)
+                && state.bootstrap_complete
+                && !state.source_stopped
+        }
+    };
+    if holds {
+        Ok(state)
+    } else {
+        Err(Error::ComputeUnconfirmed)
+    }
+}
+
+/// `resume`: the target incarnation, restored from exactly the request's
+/// snapshot (else `ownership`), existing (a native id) and neither
+/// suspended nor absent (else `unconfirmed`).
+pub fn resumed(
+    answer: Result<ComputeState, Error>,
+    request: &ResumeRequest,
+) -> Result<ComputeState, Error> {
+    let state = compute_state(Operation::Resume, answer, &request.target)?;
+    if state.compute.restored_from.as_ref() != Some(&request.snapshot) {
+        return Err(Error::Ownership);
+    }
+    let exists = !state.compute.id.is_empty()
+        && !matches!(
+            state.status,
+            ComputeStatus::Suspended | ComputeStatus::Absent
+        );
+    if exists {
+        Ok(state)
+    } else {
+        Err(Error::ComputeUnconfirmed)
+    }
+}
+
+/// `resume-compute`: the same resident incarnation, running again, with no
+/// snapshot and not stopped — a thaw, never a restore.
+pub fn thawed(answer: Result<ComputeState, Error>, asked: &Compute) -> Result<ComputeState, Error> {
+    let state = compute_state(Operation::ResumeCompute, answer, asked)?;
+    let thawed =
+        state.status == ComputeStatus::Running && state.snapshot.is_none() && !state.source_stopped;
+    if thawed {
+        Ok(state)
+    } else {
+        Err(Error::ComputeUnconfirmed)
     }
 }
 
@@ -312,6 +441,233 @@ mod tests {
             Err(Error::CommandUnconfirmed)
         );
         assert_eq!(command(Ok(result(limit))), Ok(result(limit)));
+    }
+
+    fn snapshot(operation: &str, source: &Compute) -> SnapshotIdentity {
+        SnapshotIdentity {
+            reference: reference("a"),
+            id: "snap-1".into(),
+            digest: "sha256:1".into(),
+            checkpoint_id: "snap-1".into(),
+            checkpoint_root: "/checkpoints".into(),
+            operation_id: operation.into(),
+            source_generation: source.generation,
+            source_name: source.name.clone(),
+            source_id: source.id.clone(),
+        }
+    }
+
+    fn compute(generation: u64, id: &str) -> Compute {
+        Compute {
+            generation,
+            name: format!("a-g{generation}"),
+            id: id.into(),
+            restored_from: None,
+        }
+    }
+
+    fn state(
+        compute: Compute,
+        status: ComputeStatus,
+        snapshot: Option<SnapshotIdentity>,
+    ) -> ComputeState {
+        ComputeState {
+            source_stopped: matches!(status, ComputeStatus::Suspended | ComputeStatus::Stopped),
+            bootstrap_complete: status == ComputeStatus::Running,
+            compute,
+            status,
+            snapshot,
+        }
+    }
+
+    fn suspend_request(observe_only: bool, known: Option<SnapshotIdentity>) -> SuspendRequest {
+        SuspendRequest {
+            reference: reference("a"),
+            operation_id: "op-1".into(),
+            source: compute(0, "id-0"),
+            snapshot: known,
+            observe_only,
+        }
+    }
+
+    #[test]
+    fn a_compute_answer_must_be_the_incarnation_asked_about() {
+        let asked = compute(0, "");
+        let filled = compute(0, "id-0");
+        let running = |c| Ok(state(c, ComputeStatus::Running, None));
+        assert!(compute_state(Operation::GetCompute, running(filled.clone()), &asked).is_ok());
+        let other_name = Compute {
+            name: "b-g0".into(),
+            ..filled.clone()
+        };
+        let other_generation = compute(1, "id-0");
+        let other_provenance = Compute {
+            restored_from: Some(snapshot("op", &filled)),
+            ..filled.clone()
+        };
+        for other in [other_name, other_generation, other_provenance] {
+            assert_eq!(
+                compute_state(Operation::GetCompute, running(other.clone()), &asked),
+                Err(Error::Ownership),
+                "{other:?}"
+            );
+        }
+        assert_eq!(
+            compute_state(Operation::GetCompute, running(compute(0, "id-9")), &filled),
+            Err(Error::Ownership),
+            "another native id"
+        );
+        assert_eq!(
+            constructed(Operation::NewCompute, Ok(compute(2, "")), 1, None),
+            Err(Error::Ownership)
+        );
+        let from = snapshot("op", &filled);
+        assert_eq!(
+            constructed(Operation::NewCompute, Ok(compute(1, "")), 1, Some(&from)),
+            Err(Error::Ownership),
+            "provenance dropped"
+        );
+    }
+
+    #[test]
+    fn a_suspend_returns_this_operations_capture_of_the_source_stopped() {
+        let source = compute(0, "id-0");
+        let good = snapshot("op-1", &source);
+        let suspended_with = |snapshot| {
+            Ok(state(
+                source.clone(),
+                ComputeStatus::Suspended,
+                Some(snapshot),
+            ))
+        };
+        assert!(suspended(suspended_with(good.clone()), &suspend_request(false, None)).is_ok());
+        let lies = [
+            SnapshotIdentity {
+                operation_id: "op-2".into(),
+                ..good.clone()
+            },
+            SnapshotIdentity {
+                source_id: "id-9".into(),
+                ..good.clone()
+            },
+            SnapshotIdentity {
+                source_generation: 1,
+                ..good.clone()
+            },
+            SnapshotIdentity {
+                source_name: "x".into(),
+                ..good.clone()
+            },
+            SnapshotIdentity {
+                reference: reference("b"),
+                ..good.clone()
+            },
+        ];
+        for lie in lies {
+            assert_eq!(
+                suspended(suspended_with(lie.clone()), &suspend_request(false, None)),
+                Err(Error::ComputeUnconfirmed),
+                "{lie:?}"
+            );
+        }
+        let not_stopped = ComputeState {
+            source_stopped: false,
+            ..state(source.clone(), ComputeStatus::Suspended, Some(good.clone()))
+        };
+        assert_eq!(
+            suspended(Ok(not_stopped), &suspend_request(false, None)),
+            Err(Error::ComputeUnconfirmed)
+        );
+        // Observe-only: never a new capture; the rollback path only while
+        // the source still runs with its bootstrap complete.
+        let other_capture = SnapshotIdentity {
+            id: "snap-2".into(),
+            ..good.clone()
+        };
+        assert_eq!(
+            suspended(
+                suspended_with(other_capture),
+                &suspend_request(true, Some(good.clone()))
+            ),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert!(
+            suspended(
+                suspended_with(good.clone()),
+                &suspend_request(true, Some(good))
+            )
+            .is_ok()
+        );
+        let rollback = Ok(state(source.clone(), ComputeStatus::Running, None));
+        assert!(suspended(rollback.clone(), &suspend_request(true, None)).is_ok());
+        assert_eq!(
+            suspended(rollback, &suspend_request(false, None)),
+            Err(Error::ComputeUnconfirmed),
+            "an acting suspend must capture"
+        );
+        assert_eq!(
+            suspended(
+                Ok(state(source, ComputeStatus::Stopped, None)),
+                &suspend_request(true, None)
+            ),
+            Err(Error::ComputeUnconfirmed),
+            "a stopped source without a snapshot is no rollback"
+        );
+    }
+
+    #[test]
+    fn a_resume_makes_the_target_from_exactly_that_snapshot_and_a_thaw_is_no_restore() {
+        let source = compute(0, "id-0");
+        let from = snapshot("op-1", &source);
+        let target = Compute {
+            restored_from: Some(from.clone()),
+            ..compute(1, "")
+        };
+        let request = ResumeRequest {
+            reference: reference("a"),
+            operation_id: "op-2".into(),
+            snapshot: from.clone(),
+            target: target.clone(),
+            observe_only: false,
+        };
+        let made = Compute {
+            id: "id-1".into(),
+            ..target.clone()
+        };
+        assert!(
+            resumed(
+                Ok(state(made.clone(), ComputeStatus::Running, None)),
+                &request
+            )
+            .is_ok()
+        );
+        let cold = Compute {
+            restored_from: None,
+            ..made.clone()
+        };
+        assert_eq!(
+            resumed(Ok(state(cold, ComputeStatus::Running, None)), &request),
+            Err(Error::Ownership)
+        );
+        let unmade = state(target, ComputeStatus::Running, None);
+        assert_eq!(
+            resumed(Ok(unmade), &request),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert!(
+            thawed(
+                Ok(state(source.clone(), ComputeStatus::Running, None)),
+                &source
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            thawed(
+                Ok(state(source.clone(), ComputeStatus::Suspended, Some(from))),
+                &source
+            ),
+            Err(Error::ComputeUnconfirmed)
+        );
     }
 
     #[test]

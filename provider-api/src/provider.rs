@@ -99,17 +99,19 @@ pub trait SandboxProvider: Sync {
 
 /// The nine checkpoint operations, supported all together.
 pub trait CheckpointProvider: Sync {
-    /// The allocation's first incarnation.
+    /// The allocation's first incarnation (constructed, not allocated).
     fn initial(
         &self,
         allocation: Reference,
         budget: Budget,
     ) -> impl Future<Output = Result<Compute, Error>> + Send;
-    /// The incarnation after `generation`.
+    /// Incarnation `generation`, to be restored from `restored_from`
+    /// (constructed, not allocated).
     fn new_compute(
         &self,
         allocation: Reference,
         generation: u64,
+        restored_from: Option<SnapshotIdentity>,
         budget: Budget,
     ) -> impl Future<Output = Result<Compute, Error>> + Send;
     /// The state of one incarnation.
@@ -119,19 +121,20 @@ pub trait CheckpointProvider: Sync {
         incarnation: Compute,
         budget: Budget,
     ) -> impl Future<Output = Result<ComputeState, Error>> + Send;
-    /// Suspend an incarnation into a snapshot.
+    /// Capture an incarnation into a snapshot and stop it.
     fn suspend(
         &self,
         request: SuspendRequest,
         budget: Budget,
-    ) -> impl Future<Output = Result<SnapshotIdentity, Error>> + Send;
-    /// Resume a snapshot into a new incarnation.
+    ) -> impl Future<Output = Result<ComputeState, Error>> + Send;
+    /// Make a new incarnation from a snapshot.
     fn resume(
         &self,
         request: ResumeRequest,
         budget: Budget,
-    ) -> impl Future<Output = Result<Compute, Error>> + Send;
-    /// Resume a suspended incarnation in place.
+    ) -> impl Future<Output = Result<ComputeState, Error>> + Send;
+    /// Thaw the same resident incarnation after an aborted pause; never a
+    /// cold start, never a restore.
     fn resume_compute(
         &self,
         allocation: Reference,
@@ -172,9 +175,12 @@ impl<T: CheckpointProvider> CheckpointProvider for &T {
         &self,
         allocation: Reference,
         generation: u64,
+        restored_from: Option<SnapshotIdentity>,
         budget: Budget,
     ) -> Result<Compute, Error> {
-        (**self).new_compute(allocation, generation, budget).await
+        (**self)
+            .new_compute(allocation, generation, restored_from, budget)
+            .await
     }
     async fn get_compute(
         &self,
@@ -188,10 +194,10 @@ impl<T: CheckpointProvider> CheckpointProvider for &T {
         &self,
         request: SuspendRequest,
         budget: Budget,
-    ) -> Result<SnapshotIdentity, Error> {
+    ) -> Result<ComputeState, Error> {
         (**self).suspend(request, budget).await
     }
-    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
+    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<ComputeState, Error> {
         (**self).resume(request, budget).await
     }
     async fn resume_compute(

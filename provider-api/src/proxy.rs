@@ -136,7 +136,7 @@ fn compute(value: Value) -> Option<Compute> {
 
 fn compute_state(value: Value) -> Option<ComputeState> {
     match value {
-        Value::ComputeState(state) => Some(state),
+        Value::ComputeState(state) => Some(*state),
         _ => None,
     }
 }
@@ -324,21 +324,30 @@ impl RemoteCheckpoint<'_> {
 impl CheckpointProvider for RemoteCheckpoint<'_> {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
         let answer = self.send(Call::Initial(allocation), budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, compute)
+        let answer = expect(answer, Error::ComputeUnconfirmed, compute);
+        police::constructed(Operation::Initial, answer, 0, None)
     }
 
     async fn new_compute(
         &self,
         allocation: Reference,
         generation: u64,
+        restored_from: Option<SnapshotIdentity>,
         budget: Budget,
     ) -> Result<Compute, Error> {
         let call = Call::NewCompute(wire::NewCompute {
             reference: allocation,
             generation,
+            restored_from: restored_from.clone(),
         });
         let answer = self.send(call, budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, compute)
+        let answer = expect(answer, Error::ComputeUnconfirmed, compute);
+        police::constructed(
+            Operation::NewCompute,
+            answer,
+            generation,
+            restored_from.as_ref(),
+        )
     }
 
     async fn get_compute(
@@ -349,27 +358,31 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
     ) -> Result<ComputeState, Error> {
         let call = Call::GetCompute(wire::OnCompute {
             reference: allocation,
-            compute: incarnation,
+            compute: incarnation.clone(),
         });
         let answer = self.send(call, budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, compute_state)
+        let answer = expect(answer, Error::ComputeUnconfirmed, compute_state);
+        police::compute_state(Operation::GetCompute, answer, &incarnation)
     }
 
     async fn suspend(
         &self,
         request: SuspendRequest,
         budget: Budget,
-    ) -> Result<SnapshotIdentity, Error> {
-        let answer = self.send(Call::Suspend(request), budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, |value| match value {
-            Value::Snapshot(snapshot) => Some(snapshot),
-            _ => None,
-        })
+    ) -> Result<ComputeState, Error> {
+        let answer = self.send(Call::Suspend(request.clone()), budget).await?;
+        police::suspended(
+            expect(answer, Error::ComputeUnconfirmed, compute_state),
+            &request,
+        )
     }
 
-    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<Compute, Error> {
-        let answer = self.send(Call::Resume(request), budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, compute)
+    async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<ComputeState, Error> {
+        let answer = self.send(Call::Resume(request.clone()), budget).await?;
+        police::resumed(
+            expect(answer, Error::ComputeUnconfirmed, compute_state),
+            &request,
+        )
     }
 
     async fn resume_compute(
@@ -380,10 +393,13 @@ impl CheckpointProvider for RemoteCheckpoint<'_> {
     ) -> Result<ComputeState, Error> {
         let call = Call::ResumeCompute(wire::OnCompute {
             reference: allocation,
-            compute: incarnation,
+            compute: incarnation.clone(),
         });
         let answer = self.send(call, budget).await?;
-        expect(answer, Error::ComputeUnconfirmed, compute_state)
+        police::thawed(
+            expect(answer, Error::ComputeUnconfirmed, compute_state),
+            &incarnation,
+        )
     }
 
     async fn kill_compute(

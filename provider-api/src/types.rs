@@ -218,14 +218,29 @@ pub struct Sample {
     pub started_at: Option<String>,
 }
 
-/// A snapshot's exact identity.
+/// A snapshot a suspend captured: provider evidence Core persists
+/// unchanged (see the WIT's `snapshot-identity`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotIdentity {
-    /// Name.
-    pub name: String,
-    /// Native id.
+    /// The allocation it belongs to.
+    pub reference: Reference,
+    /// Provider-side snapshot id.
     pub id: String,
+    /// Digest of the captured state.
+    pub digest: String,
+    /// Provider-side checkpoint id.
+    pub checkpoint_id: String,
+    /// Where the provider keeps the checkpoint.
+    pub checkpoint_root: String,
+    /// The suspend operation that captured it.
+    pub operation_id: String,
+    /// Generation of the incarnation it was captured from.
+    pub source_generation: u64,
+    /// Name of that incarnation.
+    pub source_name: String,
+    /// Native id of that incarnation.
+    pub source_id: String,
 }
 
 /// One incarnation of an allocation's compute.
@@ -236,9 +251,9 @@ pub struct Compute {
     pub generation: u64,
     /// Name.
     pub name: String,
-    /// Native id.
+    /// Native id; empty until the incarnation exists.
     pub id: String,
-    /// The snapshot it was restored from, if any.
+    /// The snapshot it was (or is to be) restored from, if any.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -247,18 +262,41 @@ pub struct Compute {
     pub restored_from: Option<SnapshotIdentity>,
 }
 
-/// State of one incarnation.
+/// What one incarnation is, natively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ComputeState {
+pub enum ComputeStatus {
     /// Running.
     Running,
-    /// Suspended.
+    /// Frozen in memory.
+    Paused,
+    /// Captured into a snapshot and stopped.
     Suspended,
-    /// Stopped.
+    /// Stopped without a snapshot.
     Stopped,
     /// Gone.
     Absent,
+}
+
+/// An observation of one exact incarnation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeState {
+    /// The incarnation, its native id filled in.
+    pub compute: Compute,
+    /// Its native status.
+    pub status: ComputeStatus,
+    /// Evidence that the runtime daemon was started in it.
+    pub bootstrap_complete: bool,
+    /// The snapshot a suspend captured from it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub snapshot: Option<SnapshotIdentity>,
+    /// Evidence that it is stopped and can no longer run.
+    pub source_stopped: bool,
 }
 
 /// Suspend's input.
@@ -267,9 +305,18 @@ pub enum ComputeState {
 pub struct SuspendRequest {
     /// The allocation.
     pub reference: Reference,
+    /// Core's id for this suspend.
+    pub operation_id: String,
     /// The incarnation to suspend.
-    pub compute: Compute,
-    /// Only observe a suspension already under way.
+    pub source: Compute,
+    /// The snapshot Core already holds for this operation.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub snapshot: Option<SnapshotIdentity>,
+    /// Only report what this operation already did.
     pub observe_only: bool,
 }
 
@@ -279,9 +326,13 @@ pub struct SuspendRequest {
 pub struct ResumeRequest {
     /// The allocation.
     pub reference: Reference,
-    /// The snapshot to resume from.
+    /// Core's id for this resume.
+    pub operation_id: String,
+    /// The snapshot to restore.
     pub snapshot: SnapshotIdentity,
-    /// Only observe a resumption already under way.
+    /// The incarnation to make.
+    pub target: Compute,
+    /// Only report what this operation already did.
     pub observe_only: bool,
 }
 

@@ -155,8 +155,15 @@ pub struct OnAllocation<T> {
 pub struct NewCompute {
     /// The allocation.
     pub reference: Reference,
-    /// The generation after which the new incarnation comes.
+    /// The new incarnation's generation.
     pub generation: u64,
+    /// The snapshot it is to be restored from.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::types::present"
+    )]
+    pub restored_from: Option<SnapshotIdentity>,
 }
 
 /// An input naming one incarnation.
@@ -213,12 +220,11 @@ pub enum Value {
     CommandResult(CommandResult),
     /// observe.
     Sample(Sample),
-    /// initial, new-compute, resume.
+    /// initial, new-compute.
     Compute(Compute),
-    /// get-compute, resume-compute.
-    ComputeState(ComputeState),
-    /// suspend.
-    Snapshot(SnapshotIdentity),
+    /// get-compute, suspend, resume, resume-compute (boxed: it is the
+    /// largest value by far).
+    ComputeState(Box<ComputeState>),
     /// kill-compute, delete-snapshot.
     Done,
 }
@@ -333,10 +339,10 @@ mod tests {
             serde_json::to_string(&failed).expect("json"),
             r#"{"error":{"error":{"code":"exists"}}}"#
         );
-        let ok = Outcome::Ok(Value::ComputeState(crate::types::ComputeState::Absent));
+        let ok = Outcome::Ok(Value::Done);
         assert_eq!(
             serde_json::to_string(&ok).expect("json"),
-            r#"{"ok":{"compute_state":"absent"}}"#
+            r#"{"ok":"done"}"#
         );
     }
 }

@@ -246,11 +246,19 @@ macro_rules! export_provider {
                         <$provider as guest::Checkpoint>::initial(_allocation)
                     )
                 }
-                fn new_compute(_allocation: Reference, _generation: u64) -> Result<Compute, Error> {
+                fn new_compute(
+                    _allocation: Reference,
+                    _generation: u64,
+                    _restored_from: Option<SnapshotIdentity>,
+                ) -> Result<Compute, Error> {
                     $crate::__answer!(
                         $checkpoint,
                         NewCompute,
-                        <$provider as guest::Checkpoint>::new_compute(_allocation, _generation)
+                        <$provider as guest::Checkpoint>::new_compute(
+                            _allocation,
+                            _generation,
+                            _restored_from
+                        )
                     )
                 }
                 fn get_compute(
@@ -263,14 +271,14 @@ macro_rules! export_provider {
                         <$provider as guest::Checkpoint>::get_compute(_allocation, _incarnation)
                     )
                 }
-                fn suspend(_request: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+                fn suspend(_request: SuspendRequest) -> Result<ComputeState, Error> {
                     $crate::__answer!(
                         $checkpoint,
                         Suspend,
                         <$provider as guest::Checkpoint>::suspend(_request)
                     )
                 }
-                fn resume(_request: ResumeRequest) -> Result<Compute, Error> {
+                fn resume(_request: ResumeRequest) -> Result<ComputeState, Error> {
                     $crate::__answer!(
                         $checkpoint,
                         Resume,

@@ -35,17 +35,24 @@ pub trait Readiness {
 
 /// Suspend and resume through exact incarnations (all nine, or none).
 pub trait Checkpoint {
-    /// First incarnation.
+    /// The first incarnation's identity (generation 0); allocates nothing.
     fn initial(allocation: Reference) -> Result<Compute, Error>;
-    /// Identity of the incarnation after `generation`.
-    fn new_compute(allocation: Reference, generation: u64) -> Result<Compute, Error>;
+    /// Incarnation `generation`'s identity, restored from `restored_from`;
+    /// allocates nothing.
+    fn new_compute(
+        allocation: Reference,
+        generation: u64,
+        restored_from: Option<SnapshotIdentity>,
+    ) -> Result<Compute, Error>;
     /// Observe one incarnation.
     fn get_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error>;
-    /// Suspend into a snapshot.
-    fn suspend(request: SuspendRequest) -> Result<SnapshotIdentity, Error>;
-    /// Resume from a snapshot.
-    fn resume(request: ResumeRequest) -> Result<Compute, Error>;
-    /// Start an existing stopped incarnation.
+    /// Capture the source into a snapshot carrying the request's operation
+    /// id and the source's identity, and stop it.
+    fn suspend(request: SuspendRequest) -> Result<ComputeState, Error>;
+    /// Make the target incarnation from the snapshot.
+    fn resume(request: ResumeRequest) -> Result<ComputeState, Error>;
+    /// Thaw the same resident incarnation after an aborted pause; never a
+    /// cold start, never a restore.
     fn resume_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error>;
     /// Delete one incarnation.
     fn kill_compute(allocation: Reference, incarnation: Compute) -> Result<(), Error>;

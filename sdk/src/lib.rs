@@ -55,8 +55,8 @@ pub mod types {
     pub use crate::__bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
     pub use crate::__bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
     pub use crate::__bindings::oac::sandbox_provider::types::{
-        Bootstrap, Command, CommandResult, Compute, ComputeState, Error, Failure, Info,
-        LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample, SnapshotIdentity,
+        Bootstrap, Command, CommandResult, Compute, ComputeState, ComputeStatus, Error, Failure,
+        Info, LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample, SnapshotIdentity,
         SuspendRequest, Target, UnsupportedOperation,
     };
 

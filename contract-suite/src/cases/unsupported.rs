@@ -25,8 +25,15 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         restored_from: None,
     };
     let snapshot = SnapshotIdentity {
-        name: "suite".into(),
+        reference: reference.clone(),
         id: "suite".into(),
+        digest: "suite".into(),
+        checkpoint_id: "suite".into(),
+        checkpoint_root: "suite".into(),
+        operation_id: "suite-suspend".into(),
+        source_generation: 0,
+        source_name: "suite".into(),
+        source_id: "suite".into(),
     };
     let target = Target {
         reference: reference.clone(),
@@ -44,12 +51,14 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
     }
     match operation {
         Operation::Initial => error(kind.initial(r, b).await),
-        Operation::NewCompute => error(kind.new_compute(r, 1, b).await),
+        Operation::NewCompute => error(kind.new_compute(r, 1, None, b).await),
         Operation::GetCompute => error(kind.get_compute(r, compute, b).await),
         Operation::Suspend => {
             let request = SuspendRequest {
                 reference: r,
-                compute,
+                operation_id: "suite-suspend".into(),
+                source: compute,
+                snapshot: None,
                 observe_only: false,
             };
             error(kind.suspend(request, b).await)
@@ -57,6 +66,12 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         Operation::Resume => {
             let request = ResumeRequest {
                 reference: r,
+                operation_id: "suite-resume".into(),
+                target: Compute {
+                    generation: 1,
+                    restored_from: Some(snapshot.clone()),
+                    ..compute
+                },
                 snapshot,
                 observe_only: false,
             };

@@ -154,18 +154,23 @@ async fn execute(kind: &Kind, call: Call, budget: Budget) -> Outcome {
         Call::Observe(t) => outcome(kind.observe(t, budget).await, Value::Sample),
         Call::Initial(r) => outcome(kind.initial(r, budget).await, Value::Compute),
         Call::NewCompute(n) => outcome(
-            kind.new_compute(n.reference, n.generation, budget).await,
+            kind.new_compute(n.reference, n.generation, n.restored_from, budget)
+                .await,
             Value::Compute,
         ),
         Call::GetCompute(c) => outcome(
             kind.get_compute(c.reference, c.compute, budget).await,
-            Value::ComputeState,
+            |state| Value::ComputeState(Box::new(state)),
         ),
-        Call::Suspend(s) => outcome(kind.suspend(s, budget).await, Value::Snapshot),
-        Call::Resume(r) => outcome(kind.resume(r, budget).await, Value::Compute),
+        Call::Suspend(s) => outcome(kind.suspend(s, budget).await, |state| {
+            Value::ComputeState(Box::new(state))
+        }),
+        Call::Resume(r) => outcome(kind.resume(r, budget).await, |state| {
+            Value::ComputeState(Box::new(state))
+        }),
         Call::ResumeCompute(c) => outcome(
             kind.resume_compute(c.reference, c.compute, budget).await,
-            Value::ComputeState,
+            |state| Value::ComputeState(Box::new(state)),
         ),
         Call::KillCompute(c) => outcome(
             kind.kill_compute(c.reference, c.compute, budget).await,

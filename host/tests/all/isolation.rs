@@ -172,7 +172,7 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     assert_eq!(
         host.kind("steerable")
             .expect("a loaded kind")
-            .new_compute(reference(), 1, budget)
+            .new_compute(reference(), 1, None, budget)
             .await
             .map(|_| ()),
         unsupported("new-compute", checkpoint)
@@ -183,7 +183,9 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
             .suspend(
                 SuspendRequest {
                     reference: reference(),
-                    compute: compute.clone(),
+                    operation_id: "op-1".into(),
+                    source: compute.clone(),
+                    snapshot: None,
                     observe_only: false
                 },
                 budget
@@ -200,8 +202,15 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
         unsupported("kill-compute", checkpoint)
     );
     let snapshot = SnapshotIdentity {
-        name: "s".into(),
+        reference: reference(),
         id: "i".into(),
+        digest: "d".into(),
+        checkpoint_id: "i".into(),
+        checkpoint_root: "/".into(),
+        operation_id: "op-1".into(),
+        source_generation: 0,
+        source_name: "c".into(),
+        source_id: "i".into(),
     };
     assert_eq!(
         host.kind("steerable")

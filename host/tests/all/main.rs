@@ -6,6 +6,7 @@
 
 mod support;
 
+mod checkpoint;
 mod cli;
 mod declarations;
 mod docker_adapter;

@@ -103,14 +103,14 @@ impl Docker {
 }
 
 /// A node serving a host on a Unix socket, until dropped.
-struct Served {
+pub(crate) struct Served {
     client: NodeClient,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     _dir: tempfile::TempDir,
 }
 
 impl Served {
-    async fn start(host: Arc<Host>) -> Self {
+    pub(crate) async fn start(host: Arc<Host>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("node.sock");
         let token_path = dir.path().join("token");
@@ -145,7 +145,11 @@ impl Served {
     }
 
     async fn proxy(&self) -> RemoteProvider {
-        RemoteProvider::connect(self.client.clone(), "docker", budget(5_000))
+        self.proxy_of("docker").await
+    }
+
+    pub(crate) async fn proxy_of(&self, kind: &str) -> RemoteProvider {
+        RemoteProvider::connect(self.client.clone(), kind, budget(5_000))
             .await
             .expect("proxy")
     }

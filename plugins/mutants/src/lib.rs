@@ -111,16 +111,16 @@ impl exports::checkpoint_provider::Guest for Mutant {
     fn initial(_: Reference) -> Result<Compute, Error> {
         Err(unsupported(Operation::Initial, NO_CHECKPOINT))
     }
-    fn new_compute(_: Reference, _: u64) -> Result<Compute, Error> {
+    fn new_compute(_: Reference, _: u64, _: Option<SnapshotIdentity>) -> Result<Compute, Error> {
         Err(unsupported(Operation::NewCompute, NO_CHECKPOINT))
     }
     fn get_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {
         Err(unsupported(Operation::GetCompute, NO_CHECKPOINT))
     }
-    fn suspend(_: SuspendRequest) -> Result<SnapshotIdentity, Error> {
+    fn suspend(_: SuspendRequest) -> Result<ComputeState, Error> {
         Err(unsupported(Operation::Suspend, NO_CHECKPOINT))
     }
-    fn resume(_: ResumeRequest) -> Result<Compute, Error> {
+    fn resume(_: ResumeRequest) -> Result<ComputeState, Error> {
         Err(unsupported(Operation::Resume, NO_CHECKPOINT))
     }
     fn resume_compute(_: Reference, _: Compute) -> Result<ComputeState, Error> {

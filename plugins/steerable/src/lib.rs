@@ -15,6 +15,9 @@
 //! `vendor` makes create, get-info, renew and kill the lifecycle of one
 //! sandbox of the contract suite's fake vendor API at `url`, over `http`;
 //! with `replay`, an unconfirmed Create is sent again (see `vendor.rs`).
+//! With the declaration `checkpoint` too, the nine checkpoint operations
+//! work on that API's sandboxes and snapshots, with `lie` and `cold_start`
+//! to break their rules (see `checkpoint.rs`).
 //!
 //! The declaration `observing` declares `observe` and `observe-batch`
 //! supported: each target's observation runs the steered Docker action (or,
@@ -36,6 +39,7 @@ use oac_provider_sdk::__contract::{Interface, Operation};
 use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
 
+mod checkpoint;
 mod vendor;
 
 struct Steerable;
@@ -58,6 +62,8 @@ struct Steering {
     path: String,
     archive: Vec<u8>,
     replay: bool,
+    lie: String,
+    cold_start: bool,
 }
 
 /// One volume mount of a steered container spec.
@@ -460,40 +466,63 @@ impl exports::sandbox_provider::Guest for Steerable {
     }
 }
 
+/// The vendor's base URL when steered to checkpoints against it; else
+/// `operation` is unsupported.
+fn checkpointing(operation: &str) -> Result<(String, Steering), Error> {
+    let steering = steering();
+    match vendor_base(&steering) {
+        Some(base) if steering.declaration == "checkpoint" => Ok((base, steering)),
+        _ => Err(reasoned(operation)),
+    }
+}
+
 impl exports::checkpoint_provider::Guest for Steerable {
-    fn initial(_allocation: Reference) -> Result<Compute, Error> {
-        Err(reasoned("initial"))
+    fn initial(allocation: Reference) -> Result<Compute, Error> {
+        checkpointing("initial").map(|_| checkpoint::initial(allocation))
     }
-    fn new_compute(_allocation: Reference, _generation: u64) -> Result<Compute, Error> {
-        Err(reasoned("new-compute"))
+    fn new_compute(
+        allocation: Reference,
+        generation: u64,
+        restored_from: Option<SnapshotIdentity>,
+    ) -> Result<Compute, Error> {
+        let (_, steering) = checkpointing("new-compute")?;
+        let mut compute = checkpoint::new_compute(allocation, generation, restored_from);
+        if steering.lie == "provenance" {
+            compute.restored_from = None;
+        }
+        Ok(compute)
     }
-    fn get_compute(_allocation: Reference, _incarnation: Compute) -> Result<ComputeState, Error> {
-        Err(reasoned("get-compute"))
+    fn get_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error> {
+        let (base, steering) = checkpointing("get-compute")?;
+        checkpoint::get_compute(&base, allocation, incarnation, &steering.lie)
     }
-    fn suspend(_request: SuspendRequest) -> Result<SnapshotIdentity, Error> {
-        Err(reasoned("suspend"))
+    fn suspend(request: SuspendRequest) -> Result<ComputeState, Error> {
+        let (base, steering) = checkpointing("suspend")?;
+        checkpoint::suspend(&base, request, &steering.lie)
     }
-    fn resume(_request: ResumeRequest) -> Result<Compute, Error> {
-        Err(reasoned("resume"))
+    fn resume(request: ResumeRequest) -> Result<ComputeState, Error> {
+        let (base, steering) = checkpointing("resume")?;
+        checkpoint::resume(&base, request, &steering.lie)
     }
-    fn resume_compute(
-        _allocation: Reference,
-        _incarnation: Compute,
-    ) -> Result<ComputeState, Error> {
-        Err(reasoned("resume-compute"))
+    fn resume_compute(allocation: Reference, incarnation: Compute) -> Result<ComputeState, Error> {
+        let (base, steering) = checkpointing("resume-compute")?;
+        checkpoint::resume_compute(&base, allocation, incarnation, steering.cold_start)
     }
-    fn kill_compute(_allocation: Reference, _incarnation: Compute) -> Result<(), Error> {
-        Err(reasoned("kill-compute"))
+    fn kill_compute(allocation: Reference, incarnation: Compute) -> Result<(), Error> {
+        let (base, _) = checkpointing("kill-compute")?;
+        checkpoint::kill_compute(&base, allocation, incarnation)
     }
-    fn delete_snapshot(_allocation: Reference, _snapshot: SnapshotIdentity) -> Result<(), Error> {
-        Err(reasoned("delete-snapshot"))
+    fn delete_snapshot(_allocation: Reference, snapshot: SnapshotIdentity) -> Result<(), Error> {
+        let (base, _) = checkpointing("delete-snapshot")?;
+        checkpoint::delete_snapshot(&base, snapshot)
     }
     fn run_command_compute(
-        _allocation: Reference,
-        _incarnation: Compute,
-        _request: Command,
+        allocation: Reference,
+        incarnation: Compute,
+        request: Command,
     ) -> Result<CommandResult, Error> {
-        Err(reasoned("run-command-compute"))
+        let (base, _) = checkpointing("run-command-compute")?;
+        checkpoint::run_command_compute(&base, allocation, incarnation, request)
     }
 }
 

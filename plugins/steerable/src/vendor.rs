@@ -13,13 +13,32 @@ struct Sandbox {
     id: String,
 }
 
-fn request(method: http::Method, url: String, body: Option<Value>) -> http::Request {
+pub fn request(method: http::Method, url: String, body: Option<Value>) -> http::Request {
     let mut request = http::Request::new(method, url);
     if let Some(body) = body {
         request.headers = vec![("content-type".into(), "application/json".into())];
         request.body = body.to_string().into_bytes();
     }
     request
+}
+
+/// The metadata that makes a sandbox `allocation`'s incarnation `name`.
+pub fn metadata(allocation: &Reference, name: &str) -> Value {
+    json!({
+        "installation": context::installation_id(),
+        "tenant": allocation.tenant_id,
+        "environment": allocation.environment_id,
+        "allocation": allocation.allocation_id,
+        "name": name,
+    })
+}
+
+/// True when a listed sandbox's metadata is `allocation`'s.
+pub fn is_owned(found: &Value, allocation: &Reference) -> bool {
+    let metadata = &found["metadata"];
+    metadata["installation"] == context::installation_id().as_str()
+        && metadata["tenant"] == allocation.tenant_id.as_str()
+        && metadata["environment"] == allocation.environment_id.as_str()
 }
 
 fn unconfirmed(_: http::HttpError) -> Error {
@@ -39,11 +58,7 @@ fn observe(base: &str, allocation: &Reference) -> Result<Option<Sandbox>, Error>
     let Some(found) = listed.into_iter().next() else {
         return Ok(None);
     };
-    let metadata = found["metadata"].clone();
-    let ours = metadata["installation"] == context::installation_id().as_str()
-        && metadata["tenant"] == allocation.tenant_id.as_str()
-        && metadata["environment"] == allocation.environment_id.as_str();
-    if !ours {
+    if !is_owned(&found, allocation) {
         return Err(Error::Ownership);
     }
     let id = found["id"]
@@ -72,12 +87,7 @@ pub fn create(base: &str, replay: bool, allocation: Reference) -> Result<Info, F
             info: Some(running(allocation, existing.id, false)),
         });
     }
-    let metadata = json!({
-        "installation": context::installation_id(),
-        "tenant": allocation.tenant_id,
-        "environment": allocation.environment_id,
-        "allocation": allocation.allocation_id,
-    });
+    let metadata = metadata(&allocation, &crate::checkpoint::name(&allocation, 0));
     let body = json!({ "metadata": metadata });
     let post = || {
         http::send(&request(
