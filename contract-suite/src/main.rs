@@ -46,7 +46,8 @@ struct Cli {
     #[arg(long)]
     vendor: bool,
     /// Run only these clauses (repeatable; default: all): declaration,
-    /// unsupported, lifecycle, failure-matrix, ownership, commands, leaks.
+    /// unsupported, lifecycle, failure-matrix, ownership, commands,
+    /// checkpoint (only for a component that declares checkpoints), leaks.
     #[arg(long = "clause", value_name = "CLAUSE")]
     clauses: Vec<String>,
     /// Also write the results as JUnit XML to this file.

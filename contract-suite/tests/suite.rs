@@ -87,6 +87,58 @@ async fn settlement_claimed_by_an_observation_is_caught() {
     assert_caught("settle-on-observation", "settlement.").await;
 }
 
+/// The checkpoint clause against the steerable component's checkpoint mode
+/// (the fake vendor's sandboxes and snapshots), steered further by `extra`.
+async fn checkpointing(extra: serde_json::Value) -> Report {
+    let mut configuration = serde_json::json!({
+        "declaration": "checkpoint",
+        "action": "vendor",
+        "url": "${FIXTURE_ORIGIN}",
+    });
+    if let (Some(configuration), Some(extra)) = (configuration.as_object_mut(), extra.as_object()) {
+        configuration.extend(extra.clone());
+    }
+    let target = Target {
+        component: component("steerable.wasm"),
+        mode: Mode::Nodes,
+        configuration: configuration.to_string(),
+        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
+        budget_ms: 2_000,
+        fixture: Fixture::FakeVendor,
+    };
+    contract_suite::run_clauses(&target, &[Clause::Checkpoint], false)
+        .await
+        .expect("suite runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpoint_clause_holds_for_a_checkpointing_adapter() {
+    let report = checkpointing(serde_json::json!({})).await;
+    assert!(report.cases.len() >= 9, "only {} cases", report.cases.len());
+    assert_eq!(report.failed(), 0, "{}", report.render("steerable.wasm"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_start_in_resume_compute_is_caught() {
+    let report = checkpointing(serde_json::json!({ "cold_start": true })).await;
+    assert_eq!(
+        failed_ids(&report),
+        vec!["checkpoint.resume-compute-never-cold-starts".to_string()],
+        "{}",
+        report.render("steerable.wasm")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_claiming_another_operation_is_caught() {
+    let report = checkpointing(serde_json::json!({ "lie": "operation" })).await;
+    let failed = failed_ids(&report);
+    assert!(
+        failed.contains(&"checkpoint.suspend".to_string()),
+        "not caught; failed: {failed:?}"
+    );
+}
+
 /// The fault matrix against an adapter that reaches its vendor over `http`
 /// (the steerable test component against the fake vendor API).
 async fn http_adapter(replay: bool) -> Report {

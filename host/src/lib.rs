@@ -29,5 +29,5 @@ pub use host::{Connect, Host, HostError};
 pub use kind::Kind;
 pub use loader::Runtime;
 pub use oac_contract as contract;
-pub use oac_provider_api::{Budget, provider, types};
+pub use oac_provider_api::{Budget, input, police, provider, types};
 pub use registry::{NodeBinding, Registration};

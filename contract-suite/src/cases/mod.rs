@@ -1,6 +1,7 @@
 //! The cases, grouped by contract clause. Each case states one sentence
 //! of the contract and reports what it observed when that did not hold.
 
+mod checkpoint;
 mod commands;
 mod declaration;
 mod failures;
@@ -111,19 +112,22 @@ pub enum Clause {
     Ownership,
     /// Commands keep bytes, streams, bounds and exit codes.
     Commands,
+    /// Checkpoints through exact incarnations (when declared).
+    Checkpoint,
     /// Nothing leaks; nothing is left.
     Leaks,
 }
 
 impl Clause {
     /// Every clause, in the order a run takes them.
-    pub const ALL: [Clause; 7] = [
+    pub const ALL: [Clause; 8] = [
         Clause::Declaration,
         Clause::Unsupported,
         Clause::Lifecycle,
         Clause::FailureMatrix,
         Clause::Ownership,
         Clause::Commands,
+        Clause::Checkpoint,
         Clause::Leaks,
     ];
 
@@ -136,6 +140,7 @@ impl Clause {
             Clause::FailureMatrix => "failure-matrix",
             Clause::Ownership => "ownership",
             Clause::Commands => "commands",
+            Clause::Checkpoint => "checkpoint",
             Clause::Leaks => "leaks",
         }
     }
@@ -157,6 +162,7 @@ pub async fn run(harness: &Harness, clauses: &[Clause], progress: bool) -> Repor
             Clause::FailureMatrix => failures::run(&mut runner).await,
             Clause::Ownership => ownership::run(&mut runner).await,
             Clause::Commands => commands::run(&mut runner).await,
+            Clause::Checkpoint => checkpoint::run(&mut runner).await,
             Clause::Leaks => leaks::run(&mut runner).await,
         }
     }
