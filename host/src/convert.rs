@@ -5,7 +5,6 @@
 
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
 use crate::bindings::exports::oac::sandbox_provider::readiness::Diagnostic as BoundDiagnostic;
-use crate::bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption as BoundOption;
 use crate::bindings::oac::sandbox_provider::types as wit;
 use oac_provider_api::types::*;
 
@@ -256,20 +255,10 @@ impl From<wit::Failure> for Failure {
     }
 }
 
-impl From<BoundOption> for SelectionOption {
-    fn from(o: BoundOption) -> Self {
-        Self {
-            id: o.id,
-            label: o.label,
-        }
-    }
-}
-
 impl From<adapter::Requirement> for Requirement {
     fn from(r: adapter::Requirement) -> Self {
         match r {
             adapter::Requirement::Required => Self::Required,
-            adapter::Requirement::Optional => Self::Optional,
             adapter::Requirement::NotRequired => Self::NotRequired,
         }
     }
@@ -280,6 +269,45 @@ impl From<adapter::ConfigurationRequirements> for ConfigurationRequirements {
         Self {
             credential: r.credential.into(),
             public_origin: r.public_origin.into(),
+            configuration_discovery: r.configuration_discovery,
+        }
+    }
+}
+
+impl From<adapter::Configuration> for Configuration {
+    fn from(c: adapter::Configuration) -> Self {
+        Self {
+            public: c.public,
+            credential: c.credential,
+        }
+    }
+}
+
+impl From<Configuration> for adapter::Configuration {
+    fn from(c: Configuration) -> Self {
+        Self {
+            public: c.public,
+            credential: c.credential,
+        }
+    }
+}
+
+impl From<adapter::StoredConfiguration> for StoredConfiguration {
+    fn from(c: adapter::StoredConfiguration) -> Self {
+        Self {
+            public: c.public,
+            metadata: c.metadata,
+            secret: c.secret,
+        }
+    }
+}
+
+impl From<StoredConfiguration> for adapter::StoredConfiguration {
+    fn from(c: StoredConfiguration) -> Self {
+        Self {
+            public: c.public,
+            metadata: c.metadata,
+            secret: c.secret,
         }
     }
 }

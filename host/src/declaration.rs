@@ -102,6 +102,40 @@ pub fn validate_binding(
     Ok(())
 }
 
+/// Validates a kind's configuration requirements against its declaration
+/// and mode: configuration discovery as declared, and a `nodes` kind (whose
+/// configuration is the node's file) takes no credential and supports
+/// neither credential replacement nor verification nor configuration
+/// discovery.
+pub fn validate_requirements(
+    declaration: &Declaration,
+    requirements: &oac_provider_api::types::ConfigurationRequirements,
+    mode: crate::registry::Mode,
+) -> Result<(), DeclarationError> {
+    use oac_contract::Operation;
+    use oac_provider_api::types::Requirement;
+    if requirements.configuration_discovery
+        != declaration.supports(Operation::DiscoverConfiguration)
+    {
+        return Err(DeclarationError::DiscoveryMismatch);
+    }
+    if mode == crate::registry::Mode::Nodes {
+        if requirements.credential != Requirement::NotRequired {
+            return Err(DeclarationError::NodeConfiguration("credential"));
+        }
+        for (operation, what) in [
+            (Operation::WithCredential, "credential replacement"),
+            (Operation::VerifyCredential, "credential verification"),
+            (Operation::DiscoverConfiguration, "configuration discovery"),
+        ] {
+            if declaration.supports(operation) {
+                return Err(DeclarationError::NodeConfiguration(what));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

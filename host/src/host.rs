@@ -72,7 +72,6 @@ fn capabilities(
 ) -> Result<SharedCapabilities, HostError> {
     let http = HttpBroker::new(
         &registration.grants.http_origins,
-        binding.credential.clone(),
         &binding.installation_id,
         Boundary::new(binding.hook.clone()),
     )
@@ -83,7 +82,7 @@ fn capabilities(
         configuration: binding.configuration.to_string(),
         docker,
         http,
-        credential: binding.credential.clone(),
+        credential: std::sync::RwLock::new(binding.credential.clone()),
     }))
 }
 
@@ -183,6 +182,7 @@ impl Host {
                     capabilities: capabilities(registration, binding, docker)?,
                     permits,
                     turns: Default::default(),
+                    fence: Default::default(),
                     policing,
                 },
             );
@@ -214,7 +214,7 @@ impl Host {
         let deadline = budget.deadline_from_now();
         let entries = call::run(
             &loaded.pre,
-            denied,
+            denied.clone(),
             CallScope::Node,
             registration.policy.max_memory_bytes,
             deadline,
@@ -246,6 +246,23 @@ impl Host {
         let declaration =
             declaration::validate_declaration(&loaded.inventory, &entries).map_err(rejected)?;
         declaration::validate_binding(&declaration, registration.mode).map_err(rejected)?;
+        let requirements = call::run(
+            &loaded.pre,
+            denied.clone(),
+            CallScope::Node,
+            registration.policy.max_memory_bytes,
+            budget.deadline_from_now(),
+            async |provider, store| {
+                provider
+                    .oac_sandbox_provider_configuration_adapter()
+                    .call_requirements(store)
+                    .await
+            },
+        )
+        .await
+        .map_err(|_| LoadError::DeclarationCall { kind: kind.clone() })?;
+        declaration::validate_requirements(&declaration, &requirements.into(), registration.mode)
+            .map_err(rejected)?;
         Ok(declaration)
     }
 

@@ -9,7 +9,7 @@ use crate::call::{self, Aborted};
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
 use crate::declaration::{Declaration, Inventory};
-use crate::registry::Registration;
+use crate::registry::{Mode, Registration};
 use crate::state::CallState;
 use crate::turns::Turns;
 use oac_contract::bounds::MAX_BATCH_TARGETS;
@@ -48,6 +48,9 @@ pub struct Kind {
     pub(crate) capabilities: SharedCapabilities,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) turns: Arc<Turns>,
+    /// The call fence: every call holds it shared until it ends; replacing
+    /// the credential takes it exclusively.
+    pub(crate) fence: Arc<tokio::sync::RwLock<()>>,
     pub(crate) policing: Policing,
 }
 
@@ -64,6 +67,16 @@ impl Kind {
     /// The kind's name.
     pub fn name(&self) -> &str {
         &self.registration.kind
+    }
+
+    /// Replaces the kind's credential behind the call fence: new calls wait,
+    /// calls in flight (also those whose caller left) run to their end
+    /// untouched, then the credential changes and the waiting calls run
+    /// with it. Core verifies a candidate (`verify-credential`) first.
+    pub async fn replace_credential(&self, credential: Option<String>) {
+        let _exclusive = self.fence.write().await;
+        self.capabilities.replace_credential(credential);
+        tracing::info!(kind = %self.registration.kind, "credential replaced");
     }
 
     /// One call in a fresh instance, bounded by `budget`. A call `in_turn`
@@ -86,6 +99,7 @@ impl Kind {
     {
         let deadline = budget.deadline_from_now();
         let waited = async {
+            let fenced = self.fence.clone().read_owned().await;
             let turn = match &scope {
                 CallScope::Allocation(reference) if in_turn => {
                     Some(self.turns.take(reference).await)
@@ -93,9 +107,9 @@ impl Kind {
                 _ => None,
             };
             let permit = self.permits.clone().acquire_owned().await;
-            (turn, permit)
+            (fenced, turn, permit)
         };
-        let (turn, permit) = tokio::time::timeout_at(deadline.into(), waited)
+        let (fenced, turn, permit) = tokio::time::timeout_at(deadline.into(), waited)
             .await
             .map_err(|_| Aborted::Expired)?;
         let permit = permit.map_err(|_| Aborted::Unavailable)?;
@@ -103,7 +117,7 @@ impl Kind {
         let capabilities = self.capabilities.clone();
         let max_memory_bytes = self.registration.policy.max_memory_bytes;
         let task = tokio::spawn(async move {
-            let held = (turn, permit);
+            let held = (fenced, turn, permit);
             let outcome = call::run(
                 &pre,
                 capabilities,
@@ -368,35 +382,53 @@ impl SandboxProvider for Kind {
         self.finish(raw, |samples| police::batch(samples, count))
     }
 
-    async fn discover_selection(&self, budget: Budget) -> Result<Vec<SelectionOption>, Error> {
+    async fn discover_selection(
+        &self,
+        candidate: Configuration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
         let operation = Operation::DiscoverSelection;
+        let Configuration { public, credential } = candidate;
+        // Read-only: a scope of no allocation that may only read.
+        let read_only = CallScope::Batch(Vec::new());
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
+            .invoke(operation, read_only, budget, move |p, s| {
                 Box::pin(async move {
-                    p.oac_sandbox_provider_selection_discoverer()
-                        .call_discover_selection(s)
-                        .await
+                    // The candidate's credential goes to the vendor in this
+                    // call's HTTP requests, never into the component.
+                    s.data_mut().secrets.extend(credential.clone());
+                    s.data_mut().credential = credential.clone();
+                    let resolved = p
+                        .oac_sandbox_provider_selection_discoverer()
+                        .call_discover_selection(s, &public)
+                        .await?;
+                    Ok(resolved.map(|public| Configuration { public, credential }))
                 })
             })
             .await;
-        let raw = raw.map(|answer| {
-            answer.map(|options| {
-                options
-                    .into_iter()
-                    .map(SelectionOption::from)
-                    .collect::<Vec<_>>()
-            })
-        });
         self.plain(operation, raw)
     }
 
-    async fn verify_credential(&self, credential: String, budget: Budget) -> Result<(), Error> {
+    async fn verify_credential(
+        &self,
+        candidate: Configuration,
+        references: Vec<Reference>,
+        budget: Budget,
+    ) -> Result<(), Error> {
         let operation = Operation::VerifyCredential;
+        let valid = references.len() <= MAX_BATCH_TARGETS;
+        let Configuration { public, credential } = candidate;
+        // Read-only, reaching only the given allocations.
+        let scope = CallScope::Batch(references.clone());
+        let references: Vec<crate::bindings::oac::sandbox_provider::types::Reference> =
+            references.into_iter().map(Into::into).collect();
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
+            .invoke_valid(operation, scope, valid, budget, move |p, s| {
                 Box::pin(async move {
+                    s.data_mut().secrets.extend(credential.clone());
+                    s.data_mut().credential = credential;
                     p.oac_sandbox_provider_credential_verifier()
-                        .call_verify_credential(s, &credential)
+                        .call_verify_credential(s, &public, &references)
                         .await
                 })
             })
@@ -645,6 +677,46 @@ impl CheckpointProvider for Kind {
     }
 }
 
+/// Calls one configuration-adapter export, the credentials of its
+/// arguments kept out of every log line of the call.
+macro_rules! adapter_call {
+    ($secrets:expr, $call:ident ( $($arg:expr),* )) => {{
+        let secrets: Vec<String> = $secrets;
+        move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+            Box::pin(async move {
+                s.data_mut().secrets.extend(secrets);
+                p.oac_sandbox_provider_configuration_adapter()
+                    .$call(s, $($arg),*)
+                    .await
+            })
+        }
+    }};
+}
+
+/// The credentials of `configurations`, to redact.
+fn credentials<'a>(configurations: impl IntoIterator<Item = &'a Configuration>) -> Vec<String> {
+    configurations
+        .into_iter()
+        .filter_map(|c| c.credential.clone())
+        .collect()
+}
+
+type WitConfiguration =
+    crate::bindings::exports::oac::sandbox_provider::configuration_adapter::Configuration;
+
+impl Kind {
+    /// A `nodes` kind's configuration is the node's file: its public object
+    /// is always `{}` and it takes no credential.
+    fn node_rule(&self, configuration: &Configuration) -> bool {
+        self.registration.mode != Mode::Nodes
+            || (configuration.credential.is_none()
+                && matches!(
+                    serde_json::from_str::<serde_json::Value>(&configuration.public),
+                    Ok(serde_json::Value::Object(map)) if map.is_empty()
+                ))
+    }
+}
+
 impl ConfigurationProvider for Kind {
     async fn requirements(&self, budget: Budget) -> Result<ConfigurationRequirements, Error> {
         let found = self
@@ -664,124 +736,173 @@ impl ConfigurationProvider for Kind {
         Ok(found.into())
     }
 
-    async fn decode_input(&self, input: String, budget: Budget) -> Result<String, Error> {
+    async fn decode_input(
+        &self,
+        public: String,
+        credential: Option<String>,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
         let operation = Operation::DecodeInput;
+        let input = Configuration { public, credential };
+        let valid = self.node_rule(&input);
+        let secrets = credentials([&input]);
+        let Configuration { public, credential } = input;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_decode_input(s, &input)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                CallScope::Node,
+                valid,
+                budget,
+                adapter_call!(secrets, call_decode_input(&public, credential.as_deref())),
+            )
             .await;
         self.plain(operation, raw)
     }
 
-    async fn encode(&self, configuration: String, budget: Budget) -> Result<String, Error> {
+    async fn encode(
+        &self,
+        configuration: Configuration,
+        budget: Budget,
+    ) -> Result<StoredConfiguration, Error> {
         let operation = Operation::Encode;
+        let valid = self.node_rule(&configuration);
+        let secrets = credentials([&configuration]);
+        let input: WitConfiguration = configuration.into();
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_encode(s, &configuration)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                CallScope::Node,
+                valid,
+                budget,
+                adapter_call!(secrets, call_encode(&input)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
-    async fn decode(&self, stored: String, budget: Budget) -> Result<String, Error> {
+    async fn decode(
+        &self,
+        stored: StoredConfiguration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
         let operation = Operation::Decode;
+        let secrets = stored
+            .secret
+            .iter()
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .collect();
+        let input: crate::bindings::exports::oac::sandbox_provider::configuration_adapter::StoredConfiguration =
+            stored.into();
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_decode(s, &stored)
-                        .await
-                })
-            })
+            .invoke(
+                operation,
+                CallScope::Node,
+                budget,
+                adapter_call!(secrets, call_decode(&input)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
-    async fn normalize(&self, configuration: String, budget: Budget) -> Result<String, Error> {
+    async fn normalize(
+        &self,
+        configuration: Configuration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
         let operation = Operation::Normalize;
+        let valid = self.node_rule(&configuration);
+        let secrets = credentials([&configuration]);
+        let input: WitConfiguration = configuration.into();
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_normalize(s, &configuration)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                CallScope::Node,
+                valid,
+                budget,
+                adapter_call!(secrets, call_normalize(&input)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
     async fn resolve_change(
         &self,
-        current: String,
-        proposed: String,
+        next: Configuration,
+        previous: Configuration,
         budget: Budget,
-    ) -> Result<String, Error> {
+    ) -> Result<Configuration, Error> {
         let operation = Operation::ResolveChange;
+        let valid = self.node_rule(&next) && self.node_rule(&previous);
+        let secrets = credentials([&next, &previous]);
+        let (next, previous): (WitConfiguration, WitConfiguration) = (next.into(), previous.into());
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_resolve_change(s, &current, &proposed)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                CallScope::Node,
+                valid,
+                budget,
+                adapter_call!(secrets, call_resolve_change(&next, &previous)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
-    async fn equal(&self, left: String, right: String, budget: Budget) -> Result<bool, Error> {
+    async fn equal(
+        &self,
+        left: Configuration,
+        right: Configuration,
+        budget: Budget,
+    ) -> Result<bool, Error> {
         let operation = Operation::Equal;
+        let valid = self.node_rule(&left) && self.node_rule(&right);
+        let secrets = credentials([&left, &right]);
+        let (left, right): (WitConfiguration, WitConfiguration) = (left.into(), right.into());
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_equal(s, &left, &right)
-                        .await
-                })
-            })
+            .invoke_valid(
+                operation,
+                CallScope::Node,
+                valid,
+                budget,
+                adapter_call!(secrets, call_equal(&left, &right)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
     async fn with_credential(
         &self,
-        configuration: String,
-        credential: String,
+        owner: Configuration,
+        candidate: String,
         budget: Budget,
-    ) -> Result<String, Error> {
+    ) -> Result<Configuration, Error> {
         let operation = Operation::WithCredential;
+        let mut secrets = credentials([&owner]);
+        secrets.push(candidate.clone());
+        let owner: WitConfiguration = owner.into();
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_with_credential(s, &configuration, &credential)
-                        .await
-                })
-            })
+            .invoke(
+                operation,
+                CallScope::Node,
+                budget,
+                adapter_call!(secrets, call_with_credential(&owner, &candidate)),
+            )
             .await;
         self.plain(operation, raw)
     }
 
-    async fn discover_configuration(&self, budget: Budget) -> Result<Vec<String>, Error> {
+    async fn discover_configuration(
+        &self,
+        query: String,
+        budget: Budget,
+    ) -> Result<Vec<String>, Error> {
         let operation = Operation::DiscoverConfiguration;
         let raw = self
-            .invoke(operation, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_configuration_adapter()
-                        .call_discover_configuration(s)
-                        .await
-                })
-            })
+            .invoke(
+                operation,
+                CallScope::Node,
+                budget,
+                adapter_call!(Vec::new(), call_discover_configuration(&query)),
+            )
             .await;
         self.plain(operation, raw)
     }

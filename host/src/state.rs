@@ -18,8 +18,11 @@ pub(crate) struct CallState {
     pub(crate) scope: CallScope,
     pub(crate) capabilities: SharedCapabilities,
     /// Values of this call's input that no log may carry (the daemon
-    /// credential of a Create).
+    /// credential of a Create, a configuration's credential).
     pub(crate) secrets: Vec<String>,
+    /// The credential this call's HTTP requests carry: the kind's, or a
+    /// candidate's (selection discovery, credential verification).
+    pub(crate) credential: Option<String>,
 }
 
 impl CallState {
@@ -45,6 +48,7 @@ impl CallState {
             },
             deadline,
             scope,
+            credential: capabilities.credential(),
             capabilities,
             secrets: Vec::new(),
         }

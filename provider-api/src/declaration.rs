@@ -122,6 +122,13 @@ pub enum DeclarationError {
     /// Batch observation is supported while single observation is not.
     #[error("observe-batch is supported but observe is not")]
     BatchWithoutObserve,
+    /// The requirements' configuration discovery contradicts the
+    /// declaration of `discover-configuration`.
+    #[error("requirements and declaration disagree on configuration discovery")]
+    DiscoveryMismatch,
+    /// A `nodes` kind asks for what only a direct kind may have.
+    #[error("a nodes kind takes no credential and supports no {0}")]
+    NodeConfiguration(&'static str),
 }
 
 /// Validates a declaration (`(operation name, decision)` as the provider

@@ -7,9 +7,9 @@
 use crate::budget::Budget;
 use crate::declaration::Declaration;
 use crate::types::{
-    Bootstrap, Command, CommandResult, Compute, ComputeState, ConfigurationRequirements,
-    Diagnostic, Error, Failure, Info, Reference, ResumeRequest, Sample, SelectionOption,
-    SnapshotIdentity, SuspendRequest, Target,
+    Bootstrap, Command, CommandResult, Compute, ComputeState, Configuration,
+    ConfigurationRequirements, Diagnostic, Error, Failure, Info, Reference, ResumeRequest, Sample,
+    SnapshotIdentity, StoredConfiguration, SuspendRequest, Target,
 };
 use std::future::Future;
 
@@ -79,16 +79,20 @@ pub trait SandboxProvider: Sync {
         budget: Budget,
     ) -> impl Future<Output = Result<Vec<Result<Sample, Error>>, Error>> + Send;
 
-    /// The selectable options the provider offers.
+    /// The candidate configuration with its omitted native values resolved
+    /// (read-only); its credential reaches the vendor, not the adapter.
     fn discover_selection(
         &self,
+        candidate: Configuration,
         budget: Budget,
-    ) -> impl Future<Output = Result<Vec<SelectionOption>, Error>> + Send;
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
 
-    /// Check a credential against the provider.
+    /// Whether the candidate's credential reaches the installation's
+    /// resources of `references`, without mutating anything.
     fn verify_credential(
         &self,
-        credential: String,
+        candidate: Configuration,
+        references: Vec<Reference>,
         budget: Budget,
     ) -> impl Future<Output = Result<(), Error>> + Send;
 
@@ -240,62 +244,65 @@ impl<T: CheckpointProvider> CheckpointProvider for &T {
 }
 
 /// The configuration adapter of a kind loaded in this process: Core's side
-/// decodes, stores and compares a kind's public configuration through it.
-/// Configuration travels as JSON text; errors never echo the input.
+/// decodes, stores and compares a kind's configuration through it. The
+/// public object travels as JSON text, the credential beside it; errors
+/// never echo the input.
 pub trait ConfigurationProvider: Sync {
     /// What an installation of this kind must provide.
     fn requirements(
         &self,
         budget: Budget,
     ) -> impl Future<Output = Result<ConfigurationRequirements, Error>> + Send;
-    /// Strictly decode operator input into the canonical configuration.
+    /// Strictly decode an operator's public object and credential.
     fn decode_input(
         &self,
-        input: String,
+        public: String,
+        credential: Option<String>,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
-    /// Encode a canonical configuration for storage.
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
+    /// Encode a configuration for storage (the secret apart).
     fn encode(
         &self,
-        configuration: String,
+        configuration: Configuration,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
+    ) -> impl Future<Output = Result<StoredConfiguration, Error>> + Send;
     /// Decode a stored configuration.
     fn decode(
         &self,
-        stored: String,
+        stored: StoredConfiguration,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
     /// Canonicalise a configuration.
     fn normalize(
         &self,
-        configuration: String,
+        configuration: Configuration,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
-    /// The configuration after applying `proposed` to `current`.
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
+    /// The configuration after changing `previous` to `next`.
     fn resolve_change(
         &self,
-        current: String,
-        proposed: String,
+        next: Configuration,
+        previous: Configuration,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
     /// Whether two configurations are the same after normalisation.
     fn equal(
         &self,
-        left: String,
-        right: String,
+        left: Configuration,
+        right: Configuration,
         budget: Budget,
     ) -> impl Future<Output = Result<bool, Error>> + Send;
-    /// The configuration with a credential attached.
+    /// `owner`'s configuration with `candidate` as its credential.
     fn with_credential(
         &self,
-        configuration: String,
-        credential: String,
+        owner: Configuration,
+        candidate: String,
         budget: Budget,
-    ) -> impl Future<Output = Result<String, Error>> + Send;
-    /// Configurations discoverable from the vendor.
+    ) -> impl Future<Output = Result<Configuration, Error>> + Send;
+    /// Public configurations discoverable from the vendor for `query`.
     fn discover_configuration(
         &self,
+        query: String,
         budget: Budget,
     ) -> impl Future<Output = Result<Vec<String>, Error>> + Send;
 }

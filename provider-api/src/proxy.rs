@@ -22,8 +22,8 @@ use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventor
 use crate::police;
 use crate::provider::{CheckpointProvider, SandboxProvider};
 use crate::types::{
-    Bootstrap, Command, CommandResult, Compute, ComputeState, Diagnostic, Error, Failure, Info,
-    Reference, ResumeRequest, Sample, SelectionOption, SnapshotIdentity, SuspendRequest, Target,
+    Bootstrap, Command, CommandResult, Compute, ComputeState, Configuration, Diagnostic, Error,
+    Failure, Info, Reference, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
 };
 use crate::wire::{self, Call, FORWARDED, Outcome, Value, reasons};
 use oac_contract::Operation;
@@ -287,11 +287,20 @@ impl SandboxProvider for RemoteProvider {
         Err(not_forwarded(BATCH))
     }
 
-    async fn discover_selection(&self, _budget: Budget) -> Result<Vec<SelectionOption>, Error> {
+    async fn discover_selection(
+        &self,
+        _candidate: Configuration,
+        _budget: Budget,
+    ) -> Result<Configuration, Error> {
         Err(not_forwarded(DISCOVERY))
     }
 
-    async fn verify_credential(&self, _credential: String, _budget: Budget) -> Result<(), Error> {
+    async fn verify_credential(
+        &self,
+        _candidate: Configuration,
+        _references: Vec<Reference>,
+        _budget: Budget,
+    ) -> Result<(), Error> {
         Err(not_forwarded(VERIFICATION))
     }
 

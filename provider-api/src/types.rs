@@ -526,24 +526,13 @@ impl From<Error> for Failure {
     }
 }
 
-/// One option a credential can select.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SelectionOption {
-    /// Stable identifier to store in configuration.
-    pub id: String,
-    /// Human-readable label.
-    pub label: String,
-}
-
-/// Whether an input of a kind's configuration is needed.
+/// Whether an input of a kind's configuration is needed: an explicit
+/// decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Requirement {
     /// Must be given.
     Required,
-    /// May be given.
-    Optional,
     /// Must not be given.
     NotRequired,
 }
@@ -554,8 +543,75 @@ pub enum Requirement {
 pub struct ConfigurationRequirements {
     /// A vendor credential.
     pub credential: Requirement,
-    /// A public origin (vendor API URL).
+    /// A public origin of Core.
     pub public_origin: Requirement,
+    /// Whether configuration discovery is supported.
+    pub configuration_discovery: bool,
+}
+
+/// A decoded, validated configuration: the canonical public object and the
+/// credential beside it. `Debug` never shows the credential.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Configuration {
+    /// The canonical public object, as JSON text.
+    pub public: String,
+    /// The credential, when the kind takes one.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub credential: Option<String>,
+}
+
+impl Configuration {
+    /// A configuration of `public` alone, without a credential.
+    pub fn without_credential(public: impl Into<String>) -> Self {
+        Self {
+            public: public.into(),
+            credential: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Configuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Configuration")
+            .field("public", &self.public)
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// A configuration as Core stores it. `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredConfiguration {
+    /// The canonical public object, as JSON text.
+    pub public: String,
+    /// What Core may index or show, as JSON text.
+    pub metadata: String,
+    /// The credential's bytes, for Core's secret store only.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "base64_optional"
+    )]
+    pub secret: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for StoredConfiguration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredConfiguration")
+            .field("public", &self.public)
+            .field("metadata", &self.metadata)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 #[cfg(test)]

@@ -355,21 +355,27 @@ macro_rules! export_provider {
             }
 
             impl exports::selection_discoverer::Guest for OacExports {
-                fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
+                fn discover_selection(_candidate: String) -> Result<String, Error> {
                     $crate::__answer!(
                         $selection,
                         DiscoverSelection,
-                        <$provider as guest::DiscoverSelection>::discover_selection()
+                        <$provider as guest::DiscoverSelection>::discover_selection(_candidate)
                     )
                 }
             }
 
             impl exports::credential_verifier::Guest for OacExports {
-                fn verify_credential(_credential: String) -> Result<(), Error> {
+                fn verify_credential(
+                    _candidate: String,
+                    _references: Vec<Reference>,
+                ) -> Result<(), Error> {
                     $crate::__answer!(
                         $verify,
                         VerifyCredential,
-                        <$provider as guest::VerifyCredential>::verify_credential(_credential)
+                        <$provider as guest::VerifyCredential>::verify_credential(
+                            _candidate,
+                            _references
+                        )
                     )
                 }
             }
@@ -379,68 +385,79 @@ macro_rules! export_provider {
                     ConfigurationRequirements {
                         credential: Requirement::$credential,
                         public_origin: Requirement::$origin,
+                        configuration_discovery: Option::<&str>::is_none(&$crate::__decision!(
+                            $discovery
+                        )),
                     }
                 }
-                fn decode_input(_input: String) -> Result<String, Error> {
+                fn decode_input(
+                    _public: String,
+                    _credential: Option<String>,
+                ) -> Result<Configuration, Error> {
                     $crate::__answer!(
                         $configuration,
                         DecodeInput,
-                        <$provider as guest::Configuration>::decode_input(_input)
-                    )
-                }
-                fn encode(_configuration: String) -> Result<String, Error> {
-                    $crate::__answer!(
-                        $configuration,
-                        Encode,
-                        <$provider as guest::Configuration>::encode(_configuration)
-                    )
-                }
-                fn decode(_stored: String) -> Result<String, Error> {
-                    $crate::__answer!(
-                        $configuration,
-                        Decode,
-                        <$provider as guest::Configuration>::decode(_stored)
-                    )
-                }
-                fn normalize(_configuration: String) -> Result<String, Error> {
-                    $crate::__answer!(
-                        $configuration,
-                        Normalize,
-                        <$provider as guest::Configuration>::normalize(_configuration)
-                    )
-                }
-                fn resolve_change(_current: String, _proposed: String) -> Result<String, Error> {
-                    $crate::__answer!(
-                        $configuration,
-                        ResolveChange,
-                        <$provider as guest::Configuration>::resolve_change(_current, _proposed)
-                    )
-                }
-                fn equal(_left: String, _right: String) -> Result<bool, Error> {
-                    $crate::__answer!(
-                        $configuration,
-                        Equal,
-                        <$provider as guest::Configuration>::equal(_left, _right)
-                    )
-                }
-                fn with_credential(
-                    _configuration: String,
-                    _credential: String,
-                ) -> Result<String, Error> {
-                    $crate::__answer!(
-                        $credential_group,
-                        WithCredential,
-                        <$provider as guest::WithCredential>::with_credential(
-                            _configuration,
+                        <$provider as guest::ConfigurationAdapter>::decode_input(
+                            _public,
                             _credential
                         )
                     )
                 }
-                fn discover_configuration() -> Result<Vec<String>, Error> {
+                fn encode(_configuration: Configuration) -> Result<StoredConfiguration, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Encode,
+                        <$provider as guest::ConfigurationAdapter>::encode(_configuration)
+                    )
+                }
+                fn decode(_stored: StoredConfiguration) -> Result<Configuration, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Decode,
+                        <$provider as guest::ConfigurationAdapter>::decode(_stored)
+                    )
+                }
+                fn normalize(_configuration: Configuration) -> Result<Configuration, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Normalize,
+                        <$provider as guest::ConfigurationAdapter>::normalize(_configuration)
+                    )
+                }
+                fn resolve_change(
+                    _next: Configuration,
+                    _previous: Configuration,
+                ) -> Result<Configuration, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        ResolveChange,
+                        <$provider as guest::ConfigurationAdapter>::resolve_change(
+                            _next, _previous
+                        )
+                    )
+                }
+                fn equal(_left: Configuration, _right: Configuration) -> Result<bool, Error> {
+                    $crate::__answer!(
+                        $configuration,
+                        Equal,
+                        <$provider as guest::ConfigurationAdapter>::equal(_left, _right)
+                    )
+                }
+                fn with_credential(
+                    _owner: Configuration,
+                    _candidate: String,
+                ) -> Result<Configuration, Error> {
+                    $crate::__answer!(
+                        $credential_group,
+                        WithCredential,
+                        <$provider as guest::WithCredential>::with_credential(_owner, _candidate)
+                    )
+                }
+                fn discover_configuration(_query: String) -> Result<Vec<String>, Error> {
                     $crate::__answer!(
                         $discovery,
                         DiscoverConfiguration,
-                        <$provider as guest::DiscoverConfiguration>::discover_configuration()
+                        <$provider as guest::DiscoverConfiguration>::discover_configuration(_query)
                     )
                 }
             }

@@ -80,40 +80,46 @@ pub trait ObserveBatch {
 
 /// Selection discovery.
 pub trait DiscoverSelection {
-    /// Options reachable with the installation's credential.
-    fn discover_selection() -> Result<Vec<SelectionOption>, Error>;
+    /// The candidate's public object (JSON text) with its omitted native
+    /// values resolved; read-only. The candidate's credential is filled
+    /// into this call's HTTP requests by the host.
+    fn discover_selection(candidate: String) -> Result<String, Error>;
 }
 
 /// Credential verification.
 pub trait VerifyCredential {
-    /// Ok when the vendor accepts the credential.
-    fn verify_credential(credential: String) -> Result<(), Error>;
+    /// Ok when the candidate credential (filled into this call's HTTP
+    /// requests by the host) reaches the installation's resources of
+    /// `references`; read-only.
+    fn verify_credential(candidate: String, references: Vec<Reference>) -> Result<(), Error>;
 }
 
-/// The kind's public configuration (JSON text; errors never echo input).
-pub trait Configuration {
-    /// Strictly decode operator input.
-    fn decode_input(input: String) -> Result<String, Error>;
-    /// Encode for storage.
-    fn encode(configuration: String) -> Result<String, Error>;
+/// The kind's configuration: the public object as JSON text and the
+/// credential beside it (errors never echo input).
+pub trait ConfigurationAdapter {
+    /// Strictly decode an operator's public object and credential.
+    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error>;
+    /// Encode for storage: the credential only in `secret`.
+    fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error>;
     /// Decode from storage.
-    fn decode(stored: String) -> Result<String, Error>;
+    fn decode(stored: StoredConfiguration) -> Result<Configuration, Error>;
     /// Canonicalise.
-    fn normalize(configuration: String) -> Result<String, Error>;
-    /// Apply a change, or refuse it.
-    fn resolve_change(current: String, proposed: String) -> Result<String, Error>;
+    fn normalize(configuration: Configuration) -> Result<Configuration, Error>;
+    /// Change `previous` to `next`, or refuse it.
+    fn resolve_change(next: Configuration, previous: Configuration)
+    -> Result<Configuration, Error>;
     /// Compare after normalisation.
-    fn equal(left: String, right: String) -> Result<bool, Error>;
+    fn equal(left: Configuration, right: Configuration) -> Result<bool, Error>;
 }
 
-/// Attaching a credential to a configuration.
+/// Replacing a configuration's credential.
 pub trait WithCredential {
-    /// The configuration with `credential` attached.
-    fn with_credential(configuration: String, credential: String) -> Result<String, Error>;
+    /// `owner`'s configuration with `candidate` as its credential.
+    fn with_credential(owner: Configuration, candidate: String) -> Result<Configuration, Error>;
 }
 
 /// Discovering configurations from the vendor.
 pub trait DiscoverConfiguration {
-    /// Configurations discoverable with the installation's credential.
-    fn discover_configuration() -> Result<Vec<String>, Error>;
+    /// Public configurations discoverable for `query` (validate it).
+    fn discover_configuration(query: String) -> Result<Vec<String>, Error>;
 }

@@ -47,13 +47,12 @@ pub const CONTRACT_VERSION: &str = oac_contract::VERSION;
 /// Value types of the contract.
 pub mod types {
     pub use crate::__bindings::exports::oac::sandbox_provider::configuration_adapter::{
-        ConfigurationRequirements, Requirement,
+        Configuration, ConfigurationRequirements, Requirement, StoredConfiguration,
     };
     pub use crate::__bindings::exports::oac::sandbox_provider::declarations::{
         OperationDeclaration, Support,
     };
     pub use crate::__bindings::exports::oac::sandbox_provider::readiness::Diagnostic;
-    pub use crate::__bindings::exports::oac::sandbox_provider::selection_discoverer::SelectionOption;
     pub use crate::__bindings::oac::sandbox_provider::types::{
         Bootstrap, Command, CommandResult, Compute, ComputeState, ComputeStatus, Error, Failure,
         Info, LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample, SnapshotIdentity,

@@ -10,7 +10,8 @@ use sandbox_host::contract::Operation;
 use sandbox_host::declaration::Decision;
 use sandbox_host::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
 use sandbox_host::types::{
-    Command, Compute, Error, ResumeRequest, SnapshotIdentity, SuspendRequest, Target,
+    Command, Compute, Configuration, Error, ResumeRequest, SnapshotIdentity, StoredConfiguration,
+    SuspendRequest, Target,
 };
 
 /// Calls `operation` raw (policing off, so the component answers even an
@@ -45,7 +46,16 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         stdin: None,
     };
     let (kind, r, b) = (h.kind(), reference.clone(), h.budget());
-    let json = || String::from("{}");
+    // Placeholder configurations: the empty public object, no credential.
+    let json = || Configuration {
+        public: "{}".into(),
+        credential: None,
+    };
+    let stored = StoredConfiguration {
+        public: "{}".into(),
+        metadata: "{}".into(),
+        secret: None,
+    };
     fn error<T>(result: Result<T, Error>) -> Option<Error> {
         result.err()
     }
@@ -85,13 +95,11 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         }
         Operation::Observe => error(kind.observe(target, b).await),
         Operation::ObserveBatch => error(kind.observe_batch(vec![target], b).await),
-        Operation::DiscoverSelection => error(kind.discover_selection(b).await),
-        Operation::VerifyCredential => {
-            error(kind.verify_credential("suite-credential".into(), b).await)
-        }
-        Operation::DecodeInput => error(kind.decode_input(json(), b).await),
+        Operation::DiscoverSelection => error(kind.discover_selection(json(), b).await),
+        Operation::VerifyCredential => error(kind.verify_credential(json(), vec![r], b).await),
+        Operation::DecodeInput => error(kind.decode_input("{}".into(), None, b).await),
         Operation::Encode => error(kind.encode(json(), b).await),
-        Operation::Decode => error(kind.decode(json(), b).await),
+        Operation::Decode => error(kind.decode(stored, b).await),
         Operation::Normalize => error(kind.normalize(json(), b).await),
         Operation::ResolveChange => error(kind.resolve_change(json(), json(), b).await),
         Operation::Equal => error(kind.equal(json(), json(), b).await),
@@ -99,7 +107,9 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
             kind.with_credential(json(), "suite-credential".into(), b)
                 .await,
         ),
-        Operation::DiscoverConfiguration => error(kind.discover_configuration(b).await),
+        Operation::DiscoverConfiguration => {
+            error(kind.discover_configuration("{}".into(), b).await)
+        }
         // The required operations and the infallible ones are never unsupported.
         _ => Some(Error::Invalid),
     }

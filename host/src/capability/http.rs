@@ -18,7 +18,6 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) struct HttpBroker {
     client: reqwest::Client,
     origins: Vec<reqwest::Url>,
-    credential: Option<String>,
     installation: String,
     boundary: Boundary,
 }
@@ -30,7 +29,6 @@ impl HttpBroker {
     /// A broker for the registered origins (already validated).
     pub fn new(
         origins: &[String],
-        credential: Option<String>,
         installation: &str,
         boundary: Boundary,
     ) -> Result<Self, reqwest::Error> {
@@ -47,7 +45,6 @@ impl HttpBroker {
         Ok(Self {
             client,
             origins,
-            credential,
             installation: installation.to_string(),
             boundary,
         })
@@ -66,8 +63,14 @@ impl HttpBroker {
             && url.password().is_none()
     }
 
-    /// Sends one request; never retried.
-    pub async fn send(&self, request: Request, deadline: Instant) -> Result<Response, HttpError> {
+    /// Sends one request, filling in `credential` where the component asks
+    /// for it; never retried.
+    pub async fn send(
+        &self,
+        request: Request,
+        credential: Option<&str>,
+        deadline: Instant,
+    ) -> Result<Response, HttpError> {
         let url = reqwest::Url::parse(&request.url).map_err(|_| HttpError::Denied)?;
         let reserved = request
             .headers
@@ -93,7 +96,7 @@ impl HttpBroker {
             builder = builder.header(name, value);
         }
         if let Some(header) = &request.credential {
-            let credential = self.credential.as_ref().ok_or(HttpError::Denied)?;
+            let credential = credential.ok_or(HttpError::Denied)?;
             builder = builder.header(&header.name, format!("{}{}", header.prefix, credential));
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -183,7 +186,9 @@ impl http::Host for CallState {
         if !matches!(request.method, Method::Get) && !self.scope.may_change() {
             return Err(HttpError::Denied);
         }
-        broker.send(request, self.deadline).await
+        broker
+            .send(request, self.credential.as_deref(), self.deadline)
+            .await
     }
 }
 
@@ -203,7 +208,6 @@ mod tests {
                 "https://api.vendor.example".into(),
                 "http://127.0.0.1:9000".into(),
             ],
-            None,
             "inst",
             Boundary::default(),
         )
@@ -221,13 +225,8 @@ mod tests {
 
     #[tokio::test]
     async fn reserved_headers_are_denied_also_as_the_credential_header() {
-        let broker = HttpBroker::new(
-            &["http://127.0.0.1:9".into()],
-            Some("secret".into()),
-            "inst",
-            Boundary::default(),
-        )
-        .expect("client");
+        let broker = HttpBroker::new(&["http://127.0.0.1:9".into()], "inst", Boundary::default())
+            .expect("client");
         let request = |headers: Vec<(String, String)>, credential: Option<&str>| Request {
             method: Method::Get,
             url: "http://127.0.0.1:9/x".into(),
@@ -244,13 +243,17 @@ mod tests {
             request(Vec::new(), Some("Content-Length")),
             request(Vec::new(), Some("host")),
         ] {
-            let answer = broker.send(refused, deadline).await;
+            let answer = broker.send(refused, Some("secret"), deadline).await;
             assert!(matches!(answer, Err(HttpError::Denied)), "{answer:?}");
         }
         // The same request with an ordinary credential header is sent (and
         // finds nothing listening).
         let sent = broker
-            .send(request(Vec::new(), Some("x-api-key")), deadline)
+            .send(
+                request(Vec::new(), Some("x-api-key")),
+                Some("secret"),
+                deadline,
+            )
             .await;
         assert!(matches!(sent, Err(HttpError::Unavailable)), "{sent:?}");
     }

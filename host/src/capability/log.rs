@@ -56,9 +56,10 @@ pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(
 impl log::Host for CallState {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
         let capabilities = &self.capabilities;
-        let secrets: Vec<&str> = capabilities
-            .credential
+        let kind_credential = capabilities.credential();
+        let secrets: Vec<&str> = kind_credential
             .iter()
+            .chain(&self.credential)
             .chain(&self.secrets)
             .map(String::as_str)
             .collect();

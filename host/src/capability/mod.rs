@@ -26,11 +26,28 @@ pub(crate) struct Capabilities {
     pub docker: Option<docker::DockerBroker>,
     /// The HTTP broker (its allowlist may be empty).
     pub http: http::HttpBroker,
-    /// The credential, kept host-side for the HTTP capability and log redaction.
-    pub credential: Option<String>,
+    /// The credential, kept host-side for the HTTP capability and log
+    /// redaction; replaced only under the kind's call fence.
+    pub credential: std::sync::RwLock<Option<String>>,
 }
 
 impl Capabilities {
+    /// The kind's current credential.
+    pub(crate) fn credential(&self) -> Option<String> {
+        self.credential
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the kind's credential (under the call fence: no call runs).
+    pub(crate) fn replace_credential(&self, credential: Option<String>) {
+        *self
+            .credential
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = credential;
+    }
+
     /// Whether the kind's compute gets exactly `access`. Under the Docker
     /// capability the host's container policy decides the network, so a
     /// bootstrap asking for another is refused before anything runs; a

@@ -142,7 +142,7 @@ async fn native_error_text_never_reaches_the_caller() {
 #[tokio::test]
 async fn declared_unsupported_operations_are_answered_before_any_io() {
     use sandbox_host::types::UnsupportedOperation;
-    use sandbox_host::types::{Compute, SnapshotIdentity, SuspendRequest, Target};
+    use sandbox_host::types::{Compute, Configuration, SnapshotIdentity, SuspendRequest, Target};
     let engine = FakeEngine::start().await;
     engine.seed_foreign_volume("oac-victim");
     let host = steered(&engine, "volume-inspect").await;
@@ -242,7 +242,7 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     assert_eq!(
         host.kind("steerable")
             .expect("a loaded kind")
-            .discover_selection(budget)
+            .discover_selection(Configuration::without_credential("{}"), budget)
             .await
             .map(|_| ()),
         unsupported("discover-selection", observation)
@@ -250,7 +250,14 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     assert_eq!(
         host.kind("steerable")
             .expect("a loaded kind")
-            .verify_credential("secret".into(), budget)
+            .verify_credential(
+                Configuration {
+                    public: "{}".into(),
+                    credential: Some("secret".into()),
+                },
+                vec![reference()],
+                budget,
+            )
             .await,
         unsupported("verify-credential", observation)
     );

@@ -8,6 +8,7 @@ mod support;
 
 mod checkpoint;
 mod cli;
+mod configuration;
 mod declarations;
 mod docker_adapter;
 mod docker_engine;

@@ -772,7 +772,13 @@ async fn the_proxy_declares_what_it_forwards_and_exposes_checkpoints_only_when_d
             reason: reasons::BATCH.into(),
         }))
     );
-    let verified = plain.verify_credential("c".into(), budget(1_000)).await;
+    let verified = plain
+        .verify_credential(
+            sandbox_host::types::Configuration::without_credential("{}"),
+            vec![reference("a")],
+            budget(1_000),
+        )
+        .await;
     assert!(matches!(verified, Err(Error::Unsupported(_))));
     // A forwarded operation to a node that is gone is unknown, not an error.
     assert_eq!(

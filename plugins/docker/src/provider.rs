@@ -289,25 +289,52 @@ fn empty_object(text: &str) -> Result<String, Error> {
     }
 }
 
-impl Configuration for DockerProvider {
-    fn decode_input(input: String) -> Result<String, Error> {
-        empty_object(&input)
+/// A node kind's configuration: the empty object and no credential (the
+/// node's file holds the rest).
+fn node_configuration(configuration: &Configuration) -> Result<Configuration, Error> {
+    if configuration.credential.is_some() {
+        return Err(Error::Invalid);
     }
-    fn encode(configuration: String) -> Result<String, Error> {
-        empty_object(&configuration)
+    Ok(Configuration {
+        public: empty_object(&configuration.public)?,
+        credential: None,
+    })
+}
+
+impl ConfigurationAdapter for DockerProvider {
+    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+        node_configuration(&Configuration { public, credential })
     }
-    fn decode(stored: String) -> Result<String, Error> {
-        empty_object(&stored)
+    fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
+        let configuration = node_configuration(&configuration)?;
+        Ok(StoredConfiguration {
+            public: configuration.public,
+            metadata: "{}".into(),
+            secret: None,
+        })
     }
-    fn normalize(configuration: String) -> Result<String, Error> {
-        empty_object(&configuration)
+    fn decode(stored: StoredConfiguration) -> Result<Configuration, Error> {
+        if stored.secret.is_some() {
+            return Err(Error::Invalid);
+        }
+        empty_object(&stored.metadata)?;
+        node_configuration(&Configuration {
+            public: stored.public,
+            credential: None,
+        })
     }
-    fn resolve_change(current: String, proposed: String) -> Result<String, Error> {
-        empty_object(&current)?;
-        empty_object(&proposed)
+    fn normalize(configuration: Configuration) -> Result<Configuration, Error> {
+        node_configuration(&configuration)
     }
-    fn equal(left: String, right: String) -> Result<bool, Error> {
-        Ok(empty_object(&left)? == empty_object(&right)?)
+    fn resolve_change(
+        next: Configuration,
+        previous: Configuration,
+    ) -> Result<Configuration, Error> {
+        node_configuration(&previous)?;
+        node_configuration(&next)
+    }
+    fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
+        Ok(node_configuration(&left)? == node_configuration(&right)?)
     }
 }
 
@@ -365,5 +392,24 @@ mod tests {
         ] {
             assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_node_configuration_takes_no_credential() {
+        let with = |credential: Option<&str>| Configuration {
+            public: "{ }".into(),
+            credential: credential.map(Into::into),
+        };
+        assert_eq!(
+            node_configuration(&with(None)),
+            Ok(Configuration {
+                public: "{}".into(),
+                credential: None
+            })
+        );
+        assert_eq!(
+            node_configuration(&with(Some("secret"))),
+            Err(Error::Invalid)
+        );
     }
 }

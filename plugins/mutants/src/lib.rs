@@ -152,13 +152,13 @@ impl exports::batch_observation_source::Guest for Mutant {
 }
 
 impl exports::selection_discoverer::Guest for Mutant {
-    fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
+    fn discover_selection(_: String) -> Result<String, Error> {
         Err(unsupported(Operation::DiscoverSelection, NO_CATALOG))
     }
 }
 
 impl exports::credential_verifier::Guest for Mutant {
-    fn verify_credential(_: String) -> Result<(), Error> {
+    fn verify_credential(_: String, _: Vec<Reference>) -> Result<(), Error> {
         Err(unsupported(Operation::VerifyCredential, NO_CREDENTIAL))
     }
 }
@@ -168,30 +168,34 @@ impl exports::configuration_adapter::Guest for Mutant {
         ConfigurationRequirements {
             credential: Requirement::NotRequired,
             public_origin: Requirement::NotRequired,
+            configuration_discovery: false,
         }
     }
-    fn decode_input(input: String) -> Result<String, Error> {
-        Real::decode_input(input)
+    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+        Real::decode_input(public, credential)
     }
-    fn encode(configuration: String) -> Result<String, Error> {
+    fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
         Real::encode(configuration)
     }
-    fn decode(stored: String) -> Result<String, Error> {
+    fn decode(stored: StoredConfiguration) -> Result<Configuration, Error> {
         Real::decode(stored)
     }
-    fn normalize(configuration: String) -> Result<String, Error> {
+    fn normalize(configuration: Configuration) -> Result<Configuration, Error> {
         Real::normalize(configuration)
     }
-    fn resolve_change(current: String, proposed: String) -> Result<String, Error> {
-        Real::resolve_change(current, proposed)
+    fn resolve_change(
+        next: Configuration,
+        previous: Configuration,
+    ) -> Result<Configuration, Error> {
+        Real::resolve_change(next, previous)
     }
-    fn equal(left: String, right: String) -> Result<bool, Error> {
+    fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
         Real::equal(left, right)
     }
-    fn with_credential(_: String, _: String) -> Result<String, Error> {
+    fn with_credential(_: Configuration, _: String) -> Result<Configuration, Error> {
         Err(unsupported(Operation::WithCredential, NO_CREDENTIAL))
     }
-    fn discover_configuration() -> Result<Vec<String>, Error> {
+    fn discover_configuration(_: String) -> Result<Vec<String>, Error> {
         Err(unsupported(Operation::DiscoverConfiguration, NO_CATALOG))
     }
 }

@@ -19,6 +19,12 @@
 //! work on that API's sandboxes and snapshots, with `lie` and `cold_start`
 //! to break their rules (see `checkpoint.rs`).
 //!
+//! The declaration `verifying` (direct kinds) supports credential
+//! verification and selection discovery, each a GET of `url` with the
+//! candidate's credential; `node-with-credential`, `node-credential` and
+//! `discovery-mismatch` break the configuration rules the host checks at
+//! load.
+//!
 //! The declaration `observing` declares `observe` and `observe-batch`
 //! supported: each target's observation runs the steered Docker action (or,
 //! with `http-post`, a POST to `url`) for the target's allocation and
@@ -64,6 +70,28 @@ struct Steering {
     replay: bool,
     lie: String,
     cold_start: bool,
+    /// The header `http-get` asks the host to fill the credential into.
+    credential_header: Option<String>,
+}
+
+/// A GET of the steered `url`, with the credential in the steered header:
+/// the response's status.
+fn steered_get(steering: &Steering) -> Result<u16, Error> {
+    let url = steering.url.clone().unwrap_or_default();
+    let mut request = http::Request::new(http::Method::Get, url);
+    request.credential = steering
+        .credential_header
+        .clone()
+        .map(|name| http::CredentialHeader {
+            name,
+            prefix: String::new(),
+        });
+    http::send(&request)
+        .map(|response| response.status)
+        .map_err(|error| match error {
+            http::HttpError::Denied => Error::Invalid,
+            _ => Error::ComputeUnconfirmed,
+        })
 }
 
 /// One volume mount of a steered container spec.
@@ -81,12 +109,15 @@ fn steering() -> Steering {
 
 const NO_CHECKPOINT: &str = "steerable_has_no_checkpoints";
 const NO_OBSERVATION: &str = "steerable_has_no_observation";
+const NODE_KIND: &str = "steerable_is_a_node_kind";
 
 fn reasoned(operation: &str) -> Error {
     let checkpoint = Operation::from_name(operation)
         .is_some_and(|op| op.interface() == Interface::CheckpointProvider);
     let reason = if checkpoint {
         NO_CHECKPOINT
+    } else if matches!(operation, "with-credential" | "discover-configuration") {
+        NODE_KIND
     } else {
         NO_OBSERVATION
     };
@@ -122,6 +153,7 @@ fn valid_declaration(checkpoint: bool) -> Vec<OperationDeclaration> {
                 Observe | ObserveBatch | DiscoverSelection | VerifyCredential => {
                     Support::Unsupported(NO_OBSERVATION.into())
                 }
+                WithCredential | DiscoverConfiguration => Support::Unsupported(NODE_KIND.into()),
                 _ => Support::Supported,
             };
             entry(operation.name(), support)
@@ -175,6 +207,11 @@ impl exports::declarations::Guest for Steerable {
             "observing" => {
                 set(&mut all, "observe", Support::Supported);
                 set(&mut all, "observe-batch", Support::Supported);
+            }
+            "node-with-credential" => set(&mut all, "with-credential", Support::Supported),
+            "verifying" => {
+                set(&mut all, "verify-credential", Support::Supported);
+                set(&mut all, "discover-selection", Support::Supported);
             }
             "invalid-reason" => set(
                 &mut all,
@@ -350,14 +387,8 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             Ok(info(allocation, Some(calls.to_string())))
         }
         "http-get" => {
-            let url = steering.url.clone().unwrap_or_default();
-            let response = http::send(&http::Request::new(http::Method::Get, url)).map_err(
-                |error| match error {
-                    http::HttpError::Denied => Error::Invalid,
-                    _ => Error::ComputeUnconfirmed,
-                },
-            )?;
-            Ok(info(allocation, Some(response.status.to_string())))
+            let status = steered_get(&steering)?;
+            Ok(info(allocation, Some(status.to_string())))
         }
         "log" => {
             log::emit(
@@ -572,48 +603,82 @@ impl exports::batch_observation_source::Guest for Steerable {
     }
 }
 
+/// Declaration `verifying`: both reach the steered `url` with the
+/// candidate's credential (which the host fills in).
 impl exports::selection_discoverer::Guest for Steerable {
-    fn discover_selection() -> Result<Vec<SelectionOption>, Error> {
-        Err(reasoned("discover-selection"))
+    fn discover_selection(candidate: String) -> Result<String, Error> {
+        let steering = steering();
+        if steering.declaration != "verifying" {
+            return Err(reasoned("discover-selection"));
+        }
+        steered_get(&steering).map(|_| candidate)
     }
 }
 
 impl exports::credential_verifier::Guest for Steerable {
-    fn verify_credential(_credential: String) -> Result<(), Error> {
-        Err(reasoned("verify-credential"))
+    fn verify_credential(_candidate: String, _references: Vec<Reference>) -> Result<(), Error> {
+        let steering = steering();
+        if steering.declaration != "verifying" {
+            return Err(reasoned("verify-credential"));
+        }
+        match steered_get(&steering)? {
+            200 => Ok(()),
+            _ => Err(Error::Invalid),
+        }
     }
 }
 
+/// A plain configuration: the public object and credential as given.
 impl exports::configuration_adapter::Guest for Steerable {
     fn requirements() -> ConfigurationRequirements {
+        let declaration = steering().declaration;
         ConfigurationRequirements {
-            credential: Requirement::NotRequired,
+            credential: if declaration == "node-credential" {
+                Requirement::Required
+            } else {
+                Requirement::NotRequired
+            },
             public_origin: Requirement::NotRequired,
+            configuration_discovery: declaration == "discovery-mismatch",
         }
     }
-    fn decode_input(input: String) -> Result<String, Error> {
-        Ok(input)
+    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+        Ok(Configuration { public, credential })
     }
-    fn encode(configuration: String) -> Result<String, Error> {
+    fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
+        Ok(StoredConfiguration {
+            public: configuration.public,
+            metadata: "{}".into(),
+            secret: configuration.credential.map(String::into_bytes),
+        })
+    }
+    fn decode(stored: StoredConfiguration) -> Result<Configuration, Error> {
+        let credential = stored
+            .secret
+            .map(|secret| String::from_utf8(secret).map_err(|_| Error::Invalid))
+            .transpose()?;
+        Ok(Configuration {
+            public: stored.public,
+            credential,
+        })
+    }
+    fn normalize(configuration: Configuration) -> Result<Configuration, Error> {
         Ok(configuration)
     }
-    fn decode(stored: String) -> Result<String, Error> {
-        Ok(stored)
+    fn resolve_change(
+        next: Configuration,
+        _previous: Configuration,
+    ) -> Result<Configuration, Error> {
+        Ok(next)
     }
-    fn normalize(configuration: String) -> Result<String, Error> {
-        Ok(configuration)
-    }
-    fn resolve_change(_current: String, proposed: String) -> Result<String, Error> {
-        Ok(proposed)
-    }
-    fn equal(left: String, right: String) -> Result<bool, Error> {
+    fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
         Ok(left == right)
     }
-    fn with_credential(configuration: String, _credential: String) -> Result<String, Error> {
-        Ok(configuration)
+    fn with_credential(_owner: Configuration, _candidate: String) -> Result<Configuration, Error> {
+        Err(reasoned("with-credential"))
     }
-    fn discover_configuration() -> Result<Vec<String>, Error> {
-        Ok(Vec::new())
+    fn discover_configuration(_query: String) -> Result<Vec<String>, Error> {
+        Err(reasoned("discover-configuration"))
     }
 }
 
