@@ -288,7 +288,8 @@ pub async fn run(runner: &mut Runner<'_>) {
             },
         )
         .await;
-    if let Some(source) = learn().source.clone() {
+    let source = learn().source.clone();
+    if let Some(source) = source {
         let _ = h.kind().kill_compute(r.clone(), source, h.budget()).await;
     }
     h.cleanup(r).await;
