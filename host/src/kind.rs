@@ -717,6 +717,32 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// [`Self::plain`] for an adapter answer of `operation`, which Core may
+    /// show and log: one that carries any of `secrets` (the call's
+    /// credentials) in its public or metadata text is not accepted.
+    fn configured<T, U: From<T>>(
+        &self,
+        operation: Operation,
+        raw: Result<Result<T, crate::bindings::oac::sandbox_provider::types::Error>, Error>,
+        secrets: &[String],
+        shown: impl Fn(&U) -> Vec<&str>,
+    ) -> Result<U, Error> {
+        let answer: U = self.plain(operation, raw)?;
+        if self.policing == Policing::Enforced
+            && !police::keeps_secrets_apart(shown(&answer), secrets)
+        {
+            tracing::warn!(kind = %self.registration.kind, event = "credential_in_public_answer", "answer refused");
+            return Err(police::unknown(operation));
+        }
+        Ok(answer)
+    }
+}
+
+fn public_of(configuration: &Configuration) -> Vec<&str> {
+    vec![configuration.public.as_str()]
+}
+
 impl ConfigurationProvider for Kind {
     async fn requirements(&self, budget: Budget) -> Result<ConfigurationRequirements, Error> {
         let found = self
@@ -753,10 +779,13 @@ impl ConfigurationProvider for Kind {
                 CallScope::Node,
                 valid,
                 budget,
-                adapter_call!(secrets, call_decode_input(&public, credential.as_deref())),
+                adapter_call!(
+                    secrets.clone(),
+                    call_decode_input(&public, credential.as_deref())
+                ),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, public_of)
     }
 
     async fn encode(
@@ -774,10 +803,12 @@ impl ConfigurationProvider for Kind {
                 CallScope::Node,
                 valid,
                 budget,
-                adapter_call!(secrets, call_encode(&input)),
+                adapter_call!(secrets.clone(), call_encode(&input)),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, |stored: &StoredConfiguration| {
+            vec![stored.public.as_str(), stored.metadata.as_str()]
+        })
     }
 
     async fn decode(
@@ -786,7 +817,7 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::Decode;
-        let secrets = stored
+        let secrets: Vec<String> = stored
             .secret
             .iter()
             .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
@@ -798,10 +829,10 @@ impl ConfigurationProvider for Kind {
                 operation,
                 CallScope::Node,
                 budget,
-                adapter_call!(secrets, call_decode(&input)),
+                adapter_call!(secrets.clone(), call_decode(&input)),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, public_of)
     }
 
     async fn normalize(
@@ -819,10 +850,10 @@ impl ConfigurationProvider for Kind {
                 CallScope::Node,
                 valid,
                 budget,
-                adapter_call!(secrets, call_normalize(&input)),
+                adapter_call!(secrets.clone(), call_normalize(&input)),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, public_of)
     }
 
     async fn resolve_change(
@@ -841,10 +872,10 @@ impl ConfigurationProvider for Kind {
                 CallScope::Node,
                 valid,
                 budget,
-                adapter_call!(secrets, call_resolve_change(&next, &previous)),
+                adapter_call!(secrets.clone(), call_resolve_change(&next, &previous)),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, public_of)
     }
 
     async fn equal(
@@ -884,10 +915,10 @@ impl ConfigurationProvider for Kind {
                 operation,
                 CallScope::Node,
                 budget,
-                adapter_call!(secrets, call_with_credential(&owner, &candidate)),
+                adapter_call!(secrets.clone(), call_with_credential(&owner, &candidate)),
             )
             .await;
-        self.plain(operation, raw)
+        self.configured(operation, raw, &secrets, public_of)
     }
 
     async fn discover_configuration(

@@ -247,6 +247,19 @@ pub fn thawed(answer: Result<ComputeState, Error>, asked: &Compute) -> Result<Co
     }
 }
 
+/// A configuration answer keeps the credential apart: none of `secrets`
+/// (the credentials the call carried) appears in `shown`, the texts Core
+/// may show, index or log (a public object, metadata).
+pub fn keeps_secrets_apart<'a>(
+    shown: impl IntoIterator<Item = &'a str>,
+    secrets: &[String],
+) -> bool {
+    let secrets: Vec<&String> = secrets.iter().filter(|s| !s.is_empty()).collect();
+    shown
+        .into_iter()
+        .all(|text| !secrets.iter().any(|secret| text.contains(secret.as_str())))
+}
+
 /// Observations prove nothing either way: anything unknown is
 /// `observation-unavailable`.
 pub fn observation<T>(answer: Result<T, Error>) -> Result<T, Error> {
@@ -668,6 +681,19 @@ mod tests {
             ),
             Err(Error::ComputeUnconfirmed)
         );
+    }
+
+    #[test]
+    fn a_configuration_keeps_its_credential_apart() {
+        let secrets = ["s3cret".to_string(), String::new()];
+        assert!(keeps_secrets_apart(
+            ["{}", r#"{"template":"base"}"#],
+            &secrets
+        ));
+        assert!(!keeps_secrets_apart(
+            ["{}", r#"{"key":"s3cret"}"#],
+            &secrets
+        ));
     }
 
     #[test]

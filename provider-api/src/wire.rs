@@ -328,6 +328,29 @@ mod tests {
         assert!(FORWARDED.contains(&call.operation()));
     }
 
+    /// The checkpoint inputs as docs/node-protocol.md shows them.
+    #[test]
+    fn checkpoint_requests_have_the_documented_shape() {
+        let reference = r#"{"tenant_id":"t","environment_id":"e","allocation_id":"a"}"#;
+        let snapshot = format!(
+            r#"{{"reference":{reference},"id":"s","digest":"d","checkpoint_id":"c","checkpoint_root":"/","operation_id":"op-1","source_generation":0,"source_name":"a-g0","source_id":"i"}}"#
+        );
+        let suspend = format!(
+            r#"{{"kind":"k","timeout_ms":1000,"call":{{"suspend":{{"reference":{reference},"operation_id":"op-1","source":{{"generation":0,"name":"a-g0","id":"i"}},"snapshot":{snapshot},"observe_only":true}}}}}}"#
+        );
+        let request: Request = serde_json::from_str(&suspend).expect("suspend decodes");
+        assert_eq!(request.call.operation(), Operation::Suspend);
+        let resume = format!(
+            r#"{{"kind":"k","timeout_ms":1000,"call":{{"resume":{{"reference":{reference},"operation_id":"op-2","snapshot":{snapshot},"target":{{"generation":1,"name":"a-g1","id":"","restored_from":{snapshot}}},"observe_only":false}}}}}}"#
+        );
+        let request: Request = serde_json::from_str(&resume).expect("resume decodes");
+        assert_eq!(request.call.operation(), Operation::Resume);
+        let new_compute = format!(
+            r#"{{"kind":"k","timeout_ms":1000,"call":{{"new_compute":{{"reference":{reference},"generation":1,"restored_from":{snapshot}}}}}}}"#
+        );
+        assert!(serde_json::from_str::<Request>(&new_compute).is_ok());
+    }
+
     /// The shapes docs/node-protocol.md shows a client in another language.
     #[test]
     fn outcomes_have_the_documented_shape() {

@@ -166,6 +166,35 @@ async fn a_direct_kinds_credential_travels_apart_from_its_public_object() {
 }
 
 #[tokio::test]
+async fn an_answer_showing_the_credential_is_refused() {
+    let host = load(
+        Mode::Direct,
+        "http://127.0.0.1:9",
+        json!({ "action": "leak-secret" }),
+        None,
+    )
+    .await
+    .expect("loads");
+    let kind = host.kind("configured").expect("kind");
+    let unknown = Err(Error::ComputeUnconfirmed);
+    assert_eq!(
+        kind.decode_input("{}".into(), Some("s3cret".into()), budget())
+            .await,
+        unknown
+    );
+    let configuration = Configuration {
+        public: "{}".into(),
+        credential: Some("s3cret".into()),
+    };
+    assert_eq!(
+        kind.encode(configuration, budget()).await.map(drop),
+        unknown.map(drop)
+    );
+    // Without a credential there is nothing to leak.
+    assert!(kind.decode_input("{}".into(), None, budget()).await.is_ok());
+}
+
+#[tokio::test]
 async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
     let (origin, seen) = server().await;
     let steering = json!({

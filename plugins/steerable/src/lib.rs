@@ -628,7 +628,13 @@ impl exports::credential_verifier::Guest for Steerable {
     }
 }
 
-/// A plain configuration: the public object and credential as given.
+/// `{"key": <credential>}`: what action `leak-secret` shows.
+fn json_with_secret(credential: &Option<String>) -> String {
+    serde_json::json!({ "key": credential }).to_string()
+}
+
+/// A plain configuration: the public object and credential as given
+/// (action `leak-secret` copies the credential where Core may show it).
 impl exports::configuration_adapter::Guest for Steerable {
     fn requirements() -> ConfigurationRequirements {
         let declaration = steering().declaration;
@@ -643,12 +649,22 @@ impl exports::configuration_adapter::Guest for Steerable {
         }
     }
     fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+        if steering().action == "leak-secret" {
+            // The credential copied into the public object.
+            let public = json_with_secret(&credential);
+            return Ok(Configuration { public, credential });
+        }
         Ok(Configuration { public, credential })
     }
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
+        let metadata = if steering().action == "leak-secret" {
+            json_with_secret(&configuration.credential)
+        } else {
+            "{}".into()
+        };
         Ok(StoredConfiguration {
             public: configuration.public,
-            metadata: "{}".into(),
+            metadata,
             secret: configuration.credential.map(String::into_bytes),
         })
     }
