@@ -887,3 +887,32 @@ async fn observe_reports_one_stats_sample() {
     );
     cleanup(&host, &reference).await;
 }
+
+/// A paused container is `paused`, never `running`, and its bootstrap is
+/// not complete evidence while frozen; an observation never settles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_container_is_never_reported_running() {
+    let Some(Running {
+        host,
+        engine,
+        reference,
+        ..
+    }) = running("docker adapter paused", "paused", false).await
+    else {
+        return;
+    };
+    let id = container_of(&engine, &reference).await.id.expect("id");
+    engine.pause_container(&id).await.expect("paused by hand");
+    let seen = host
+        .kind("docker")
+        .expect("a loaded kind")
+        .get_info(reference.clone(), budget())
+        .await
+        .expect("observed");
+    assert_eq!(
+        (seen.state, seen.bootstrap_complete, seen.create_settled),
+        (LifecycleState::Paused, false, false)
+    );
+    engine.unpause_container(&id).await.expect("unpaused");
+    cleanup(&host, &reference).await;
+}
