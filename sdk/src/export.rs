@@ -16,7 +16,12 @@ use oac_contract::{Interface, Operation};
 /// adapter, and declares them so. The required operations
 /// ([`crate::guest::Sandbox`]) and the readiness probe
 /// ([`crate::guest::Readiness`]) are always implemented; the configuration
-/// requirements are static and written here. `observe_batch: supported`
+/// requirements are static and written here (each `Required` or
+/// `NotRequired`; their configuration discovery follows
+/// `discover_configuration`, so the two cannot disagree). A `nodes` kind
+/// writes `credential: NotRequired` and a reason for `verify_credential`,
+/// `with_credential` and `discover_configuration` (the host refuses it at
+/// load otherwise). `observe_batch: supported`
 /// needs `observe: supported` (checked at compile time, as the host checks
 /// at load).
 ///
