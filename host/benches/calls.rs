@@ -14,6 +14,8 @@ use sandbox_host::{Budget, Host, NodeBinding, Registration, Runtime, registry};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// The staged steerable test component under `kind`, steered by its
 /// configuration, granted the engine at `socket`.
@@ -93,12 +95,55 @@ fn calls(c: &mut Criterion) {
     .expect("bollard");
     let budget = Budget::from_millis(10_000).expect("budget");
 
+    let host = Arc::new(host);
+    // Each case runs its iterations inside one task on the runtime, as the
+    // node's handlers and an async Core call: a call runs in its own task
+    // (so a caller that leaves never cuts it short), which a caller on a
+    // runtime worker hands over in that worker's own queue.
+    let in_task = |iters: u64, call: Arc<dyn Fn() -> CallFuture + Send + Sync>| {
+        rt.block_on(rt.spawn(async move {
+            let start = Instant::now();
+            for _ in 0..iters {
+                call().await;
+            }
+            start.elapsed()
+        }))
+        .expect("bench task")
+    };
+    let get_info = |kind: &'static str| -> Arc<dyn Fn() -> CallFuture + Send + Sync> {
+        let host = host.clone();
+        Arc::new(move || {
+            let host = host.clone();
+            Box::pin(async move {
+                host.kind(kind)
+                    .expect("a loaded kind")
+                    .get_info(reference(), budget)
+                    .await
+                    .expect("answered");
+            })
+        })
+    };
     let mut group = c.benchmark_group("per_call");
     group.bench_function("baseline_bollard_version_direct", |b| {
-        b.to_async(&rt)
-            .iter(|| async { direct.version().await.expect("version") })
+        let direct = direct.clone();
+        let version: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
+            let direct = direct.clone();
+            Box::pin(async move {
+                direct.version().await.expect("version");
+            })
+        });
+        b.iter_custom(|iters| in_task(iters, version.clone()))
     });
     group.bench_function("host_get_info_trivial_fresh_instance", |b| {
+        b.iter_custom(|iters| in_task(iters, get_info("trivial")))
+    });
+    group.bench_function("host_get_info_one_docker_call", |b| {
+        b.iter_custom(|iters| in_task(iters, get_info("capability")))
+    });
+    // The same trivial call awaited from outside the runtime (block_on on
+    // another thread): the call's task then wakes a parked worker, and its
+    // end wakes the caller's thread.
+    group.bench_function("host_get_info_trivial_from_outside_the_runtime", |b| {
         b.to_async(&rt).iter(|| async {
             host.kind("trivial")
                 .expect("a loaded kind")
@@ -107,17 +152,11 @@ fn calls(c: &mut Criterion) {
                 .expect("trivial")
         })
     });
-    group.bench_function("host_get_info_one_docker_call", |b| {
-        b.to_async(&rt).iter(|| async {
-            host.kind("capability")
-                .expect("a loaded kind")
-                .get_info(reference(), budget)
-                .await
-                .expect("capability")
-        })
-    });
     group.finish();
 }
+
+/// One benchmarked call.
+type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 criterion_group!(benches, calls);
 criterion_main!(benches);

@@ -58,6 +58,52 @@ fn on(allocation: &Reference) -> CallScope {
     CallScope::Allocation(allocation.clone())
 }
 
+/// A future that runs to its end even when its caller stops waiting: it is
+/// polled in the caller's task (no hand-over while the caller waits), and
+/// when dropped unfinished it goes on in a task of its own. A caller that
+/// leaves ends its wait, never the call (a half-run Create or command
+/// helps nobody, and the reference's turn stays held until it ends).
+struct RunsToEnd<T: Send + 'static> {
+    work: Option<std::pin::Pin<Box<dyn Future<Output = T> + Send>>>,
+}
+
+impl<T: Send + 'static> RunsToEnd<T> {
+    fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
+        Self {
+            work: Some(Box::pin(work)),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for RunsToEnd<T> {
+    type Output = T;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<T> {
+        let this = self.get_mut();
+        let Some(work) = this.work.as_mut() else {
+            return std::task::Poll::Pending;
+        };
+        let polled = work.as_mut().poll(context);
+        if polled.is_ready() {
+            this.work = None;
+        }
+        polled
+    }
+}
+
+impl<T: Send + 'static> Drop for RunsToEnd<T> {
+    fn drop(&mut self) {
+        // Outside a runtime (its shutdown) there is nowhere to go on.
+        if let (Some(work), Ok(runtime)) = (self.work.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(work);
+        }
+    }
+}
+
 /// One call's work in an instance: it borrows the instance and its store,
 /// and owns everything else, so it can run in its own task.
 pub(crate) type CallFuture<'a, R> =
@@ -81,9 +127,9 @@ impl Kind {
 
     /// One call in a fresh instance, bounded by `budget`. A call `in_turn`
     /// on one allocation first waits for its reference's turn ([`Turns`]); one
-    /// that gives up waiting has not run. The call then runs in its own
-    /// task, which holds the turn and the concurrency permit: a caller that
-    /// leaves ends its wait, never the call.
+    /// that gives up waiting has not run. The call then holds the turn, the
+    /// call fence and the concurrency permit until it ends, and runs to its
+    /// end even if its caller leaves ([`RunsToEnd`]).
     async fn run<R, C>(
         &self,
         scope: CallScope,
@@ -116,7 +162,7 @@ impl Kind {
         let pre = self.pre.clone();
         let capabilities = self.capabilities.clone();
         let max_memory_bytes = self.registration.policy.max_memory_bytes;
-        let task = tokio::spawn(async move {
+        let outcome = RunsToEnd::new(async move {
             let held = (fenced, turn, permit);
             let outcome = call::run(
                 &pre,
@@ -129,8 +175,8 @@ impl Kind {
             .await;
             drop(held);
             outcome
-        });
-        let outcome = task.await.unwrap_or(Err(Aborted::Trapped));
+        })
+        .await;
         if let Err(aborted) = &outcome {
             tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
         }
