@@ -521,5 +521,19 @@ async fn checkpoint_input_outside_the_contract_is_invalid_before_any_request() {
             .await,
         Err(Error::Invalid)
     );
+    for (name, bad) in [("no args", Vec::new()), ("nul", vec!["a\0".to_string()])] {
+        let command = sandbox_host::types::Command {
+            args: bad,
+            directory: None,
+            stdin: None,
+        };
+        assert_eq!(
+            checkpoint
+                .run_command_compute(reference(), source.clone(), command, budget())
+                .await,
+            Err(Error::Invalid),
+            "run-command-compute: {name}"
+        );
+    }
     assert_eq!(vendor.requests(), Vec::<String>::new());
 }
