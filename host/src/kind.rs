@@ -58,6 +58,18 @@ fn on(allocation: &Reference) -> CallScope {
     CallScope::Allocation(allocation.clone())
 }
 
+/// One call's work, given the fresh instance and its store: what
+/// [`Kind::run`] runs.
+pub(crate) trait InstanceCall<R>:
+    for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
+{
+}
+
+impl<R, C> InstanceCall<R> for C where
+    C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
+{
+}
+
 /// A future that runs to its end even when its caller stops waiting: it is
 /// polled in the caller's task (no hand-over while the caller waits), and
 /// when dropped unfinished it goes on in a task of its own. A caller that
@@ -139,9 +151,7 @@ impl Kind {
     ) -> Result<R, Aborted>
     where
         R: Send + 'static,
-        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
-            + Send
-            + 'static,
+        C: InstanceCall<R>,
     {
         let deadline = budget.deadline_from_now();
         let waited = async {
@@ -199,9 +209,7 @@ impl Kind {
     ) -> Result<R, Error>
     where
         R: Send + 'static,
-        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
-            + Send
-            + 'static,
+        C: InstanceCall<R>,
     {
         self.invoke_valid(operation, scope, true, budget, call)
             .await
@@ -220,9 +228,7 @@ impl Kind {
     ) -> Result<R, Error>
     where
         R: Send + 'static,
-        C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R>
-            + Send
-            + 'static,
+        C: InstanceCall<R>,
     {
         if self.policing == Policing::Enforced {
             self.declaration.check(operation)?;
