@@ -188,11 +188,16 @@ async fn execute(kind: &Kind, call: Call, budget: Budget) -> Outcome {
     }
 }
 
+/// Exactly one `Authorization: Bearer <token>` header whose token equals
+/// the node's (compared in constant time). A second `Authorization`
+/// header, even a correct one, is refused: which one a proxy in front
+/// would have checked is not knowable.
 fn authorized(headers: &HeaderMap, token: &Token) -> bool {
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
-        .unwrap_or_default();
+    let mut presented = headers.get_all(header::AUTHORIZATION).iter();
+    let (Some(only), None) = (presented.next(), presented.next()) else {
+        return false;
+    };
+    let presented = only.as_bytes().strip_prefix(b"Bearer ").unwrap_or_default();
     bool::from(presented.ct_eq(token.expose().as_bytes()))
 }
 

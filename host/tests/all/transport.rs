@@ -237,15 +237,21 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
         .await;
     assert_eq!(answer, refused(400, "version_mismatch"));
 
-    for token in [
-        "Bearer wrong-token-0123456789abcd",
-        "Bearer ",
-        "transport-test-token-0123456789",
+    for tokens in [
+        &["Bearer wrong-token-0123456789abcd"][..],
+        &["Bearer transport-test-token-0123456788"],
+        &["Bearer transport-test-token-012345678"],
+        &["Bearer transport-test-token-01234567890"],
+        &["bearer transport-test-token-0123456789"],
+        &["Bearer "],
+        &["transport-test-token-0123456789"],
+        &["Bearer transport-test-token-0123456789", "Bearer wrong"],
+        &["Bearer wrong", "Bearer transport-test-token-0123456789"],
+        &[GOOD[1].1, GOOD[1].1],
     ] {
-        let headers = [
-            (PROTOCOL_HEADER, PROTOCOL_VERSION),
-            ("authorization", token),
-        ];
+        let mut headers = vec![(PROTOCOL_HEADER, PROTOCOL_VERSION)];
+        headers.extend(tokens.iter().map(|token| ("authorization", *token)));
+        let token = tokens;
         let answer = node
             .raw(
                 post.clone(),
@@ -254,7 +260,7 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
                 body(get_info_body("probe", 1000)),
             )
             .await;
-        assert_eq!(answer, refused(401, "unauthorized"), "token {token:?}");
+        assert_eq!(answer, refused(401, "unauthorized"), "tokens {token:?}");
     }
 
     let oversized = vec![b' '; MAX_REQUEST_BYTES + 1];
