@@ -22,8 +22,23 @@ pub(crate) struct HttpBroker {
     boundary: Boundary,
 }
 
-/// Headers the component may not set itself.
-const RESERVED_HEADERS: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
+/// Headers the component may not set itself, nor name as its credential
+/// header: the target and framing of the request, and the hop-by-hop
+/// headers (RFC 9110 §7.6.1), which are the transport's business.
+const RESERVED_HEADERS: [&str; 12] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+];
 
 impl HttpBroker {
     /// A broker for the registered origins (already validated).
@@ -97,7 +112,12 @@ impl HttpBroker {
         }
         if let Some(header) = &request.credential {
             let credential = credential.ok_or(HttpError::Denied)?;
-            builder = builder.header(&header.name, format!("{}{}", header.prefix, credential));
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("{}{}", header.prefix, credential))
+                    .map_err(|_| HttpError::Denied)?;
+            // Kept out of any debug rendering of the request.
+            value.set_sensitive(true);
+            builder = builder.header(&header.name, value);
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         let built = builder
@@ -238,11 +258,18 @@ mod tests {
             }),
         };
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        for refused in [
-            request(vec![("Host".into(), "elsewhere".into())], None),
-            request(Vec::new(), Some("Content-Length")),
-            request(Vec::new(), Some("host")),
-        ] {
+        let mut refused: Vec<Request> = RESERVED_HEADERS
+            .iter()
+            .flat_map(|name| {
+                let shouted = name.to_ascii_uppercase();
+                [
+                    request(vec![(shouted.clone(), "x".into())], None),
+                    request(Vec::new(), Some(&shouted)),
+                ]
+            })
+            .collect();
+        refused.push(request(vec![("Host".into(), "elsewhere".into())], None));
+        for refused in refused {
             let answer = broker.send(refused, Some("secret"), deadline).await;
             assert!(matches!(answer, Err(HttpError::Denied)), "{answer:?}");
         }
