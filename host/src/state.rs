@@ -23,6 +23,8 @@ pub(crate) struct CallState {
     /// The credential this call's HTTP requests carry: the kind's, or a
     /// candidate's (selection discovery, credential verification).
     pub(crate) credential: Option<String>,
+    /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
+    pub(crate) logged: u32,
 }
 
 impl CallState {
@@ -51,6 +53,7 @@ impl CallState {
             credential: capabilities.credential(),
             capabilities,
             secrets: Vec::new(),
+            logged: 0,
         }
     }
 }

@@ -12,6 +12,10 @@ use wasmtime::component::{HasSelf, Linker};
 pub const MAX_FIELDS: usize = 16;
 /// Characters kept per field value.
 pub const MAX_VALUE_CHARS: usize = 256;
+/// Events one call may write; the next is replaced by one
+/// `log_quota_exceeded` event and the rest are dropped, so a component
+/// cannot flood the node's log.
+pub const LOG_QUOTA: u32 = 256;
 /// What a field holding a secret is written as (the contract suite reads it
 /// as the component's attempt to log that secret).
 pub const REDACTED: &str = "[redacted]";
@@ -55,6 +59,14 @@ pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(
 
 impl log::Host for CallState {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
+        self.logged = self.logged.saturating_add(1);
+        if self.logged > LOG_QUOTA {
+            if self.logged == LOG_QUOTA + 1 {
+                let kind = &self.capabilities.kind;
+                tracing::warn!(target: "provider", kind, event = "log_quota_exceeded", "further events of this call dropped");
+            }
+            return;
+        }
         let capabilities = &self.capabilities;
         let kind_credential = capabilities.credential();
         let secrets: Vec<&str> = kind_credential

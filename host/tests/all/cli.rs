@@ -210,6 +210,33 @@ async fn the_daemon_credential_never_reaches_the_log() {
     );
 }
 
+/// A component that logs 10 000 events in one call gets the quota's worth
+/// in the log, then one `log_quota_exceeded`.
+#[tokio::test]
+async fn a_log_flood_is_cut_at_the_quota() {
+    let engine = crate::support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = policy_file(dir.path());
+    let (socket, plugins) = (engine.socket.to_string_lossy().into_owned(), plugins());
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+            .args(["call", "steerable", "get-info", "--reference", "t/e/a"])
+            .args(["--plugins", &plugins])
+            .args(["--container-policy", &policy, "--docker-socket", &socket])
+            .args(["--configuration", r#"steerable={"action":"log-flood"}"#])
+            .env("RUST_LOG", "info")
+            .output()
+            .expect("run sandbox-host")
+    })
+    .await
+    .expect("join");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let count = |needle: &str| stderr.lines().filter(|line| line.contains(needle)).count();
+    assert_eq!(count("steerable_flood"), 256);
+    assert_eq!(count("log_quota_exceeded"), 1);
+}
+
 #[test]
 fn commands_that_reach_the_engine_need_a_container_policy() {
     let output = host(&[

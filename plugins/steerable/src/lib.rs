@@ -390,6 +390,16 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             let status = steered_get(&steering)?;
             Ok(info(allocation, Some(status.to_string())))
         }
+        "log-flood" => {
+            for _ in 0..10_000 {
+                log::emit(
+                    log::Level::Info,
+                    "steerable_flood",
+                    &[("allocation".into(), allocation.allocation_id.clone())],
+                );
+            }
+            Ok(info(allocation, Some(NATIVE_ID.into())))
+        }
         "log" => {
             log::emit(
                 log::Level::Info,
