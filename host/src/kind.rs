@@ -4,6 +4,8 @@
 //! capabilities reach only the operation's allocations, and has its answer
 //! policed by the same rules as an answer from a node ([`police`]).
 
+use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
+use crate::bindings::oac::sandbox_provider::types as wit;
 use crate::bindings::{Provider, ProviderPre};
 use crate::call::{self, Aborted};
 use crate::capability::SharedCapabilities;
@@ -281,7 +283,7 @@ impl Kind {
     fn plain<T, U: From<T>>(
         &self,
         operation: Operation,
-        raw: Result<Result<T, crate::bindings::oac::sandbox_provider::types::Error>, Error>,
+        raw: Result<Result<T, wit::Error>, Error>,
     ) -> Result<U, Error> {
         self.finish(raw, |answer| police::answer(operation, answer))
     }
@@ -472,8 +474,7 @@ impl SandboxProvider for Kind {
         let Configuration { public, credential } = candidate;
         // Read-only, reaching only the given allocations.
         let scope = CallScope::Batch(references.clone());
-        let references: Vec<crate::bindings::oac::sandbox_provider::types::Reference> =
-            references.into_iter().map(Into::into).collect();
+        let references: Vec<wit::Reference> = references.into_iter().map(Into::into).collect();
         let raw = self
             .invoke_valid(operation, scope, valid, budget, move |p, s| {
                 Box::pin(async move {
@@ -515,8 +516,7 @@ macro_rules! checkpoint_call {
 impl CheckpointProvider for Kind {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
         let operation = Operation::Initial;
-        let input: crate::bindings::oac::sandbox_provider::types::Reference =
-            allocation.clone().into();
+        let input: wit::Reference = allocation.clone().into();
         let raw = self
             .invoke(
                 operation,
@@ -539,10 +539,8 @@ impl CheckpointProvider for Kind {
         let valid = restored_from
             .as_ref()
             .is_none_or(|from| input::snapshot(from, &allocation));
-        let input: crate::bindings::oac::sandbox_provider::types::Reference =
-            allocation.clone().into();
-        let from: Option<crate::bindings::oac::sandbox_provider::types::SnapshotIdentity> =
-            restored_from.clone().map(Into::into);
+        let input: wit::Reference = allocation.clone().into();
+        let from: Option<wit::SnapshotIdentity> = restored_from.clone().map(Into::into);
         let raw = self
             .invoke_valid(
                 operation,
@@ -571,10 +569,8 @@ impl CheckpointProvider for Kind {
     ) -> Result<ComputeState, Error> {
         let operation = Operation::GetCompute;
         let valid = input::compute(&incarnation, &allocation);
-        let (input, compute): (
-            crate::bindings::oac::sandbox_provider::types::Reference,
-            crate::bindings::oac::sandbox_provider::types::Compute,
-        ) = (allocation.clone().into(), incarnation.clone().into());
+        let (input, compute): (wit::Reference, wit::Compute) =
+            (allocation.clone().into(), incarnation.clone().into());
         let raw = self
             .invoke_valid(
                 operation,
@@ -595,8 +591,7 @@ impl CheckpointProvider for Kind {
         let operation = Operation::Suspend;
         let valid = input::suspend(&request);
         let scope = on(&request.reference);
-        let input: crate::bindings::oac::sandbox_provider::types::SuspendRequest =
-            request.clone().into();
+        let input: wit::SuspendRequest = request.clone().into();
         let raw = self
             .invoke_valid(
                 operation,
@@ -613,8 +608,7 @@ impl CheckpointProvider for Kind {
         let operation = Operation::Resume;
         let valid = input::resume(&request);
         let scope = on(&request.reference);
-        let input: crate::bindings::oac::sandbox_provider::types::ResumeRequest =
-            request.clone().into();
+        let input: wit::ResumeRequest = request.clone().into();
         let raw = self
             .invoke_valid(
                 operation,
@@ -635,10 +629,8 @@ impl CheckpointProvider for Kind {
     ) -> Result<ComputeState, Error> {
         let operation = Operation::ResumeCompute;
         let valid = input::existing_compute(&incarnation, &allocation);
-        let (input, compute): (
-            crate::bindings::oac::sandbox_provider::types::Reference,
-            crate::bindings::oac::sandbox_provider::types::Compute,
-        ) = (allocation.clone().into(), incarnation.clone().into());
+        let (input, compute): (wit::Reference, wit::Compute) =
+            (allocation.clone().into(), incarnation.clone().into());
         let raw = self
             .invoke_valid(
                 operation,
@@ -659,10 +651,8 @@ impl CheckpointProvider for Kind {
     ) -> Result<(), Error> {
         let operation = Operation::KillCompute;
         let valid = input::existing_compute(&incarnation, &allocation);
-        let (input, compute): (
-            crate::bindings::oac::sandbox_provider::types::Reference,
-            crate::bindings::oac::sandbox_provider::types::Compute,
-        ) = (allocation.clone().into(), incarnation.into());
+        let (input, compute): (wit::Reference, wit::Compute) =
+            (allocation.clone().into(), incarnation.into());
         let raw = self
             .invoke_valid(
                 operation,
@@ -683,10 +673,8 @@ impl CheckpointProvider for Kind {
     ) -> Result<(), Error> {
         let operation = Operation::DeleteSnapshot;
         let valid = input::snapshot(&snapshot, &allocation);
-        let (input, snapshot): (
-            crate::bindings::oac::sandbox_provider::types::Reference,
-            crate::bindings::oac::sandbox_provider::types::SnapshotIdentity,
-        ) = (allocation.clone().into(), snapshot.into());
+        let (input, snapshot): (wit::Reference, wit::SnapshotIdentity) =
+            (allocation.clone().into(), snapshot.into());
         let raw = self
             .invoke_valid(
                 operation,
@@ -707,11 +695,7 @@ impl CheckpointProvider for Kind {
         budget: Budget,
     ) -> Result<CommandResult, Error> {
         let valid = input::existing_compute(&incarnation, &allocation) && input::command(&request);
-        let (input, compute, command): (
-            crate::bindings::oac::sandbox_provider::types::Reference,
-            crate::bindings::oac::sandbox_provider::types::Compute,
-            crate::bindings::oac::sandbox_provider::types::Command,
-        ) = (
+        let (input, compute, command): (wit::Reference, wit::Compute, wit::Command) = (
             allocation.clone().into(),
             incarnation.into(),
             request.into(),
@@ -753,8 +737,7 @@ fn credentials<'a>(configurations: impl IntoIterator<Item = &'a Configuration>) 
         .collect()
 }
 
-type WitConfiguration =
-    crate::bindings::exports::oac::sandbox_provider::configuration_adapter::Configuration;
+type WitConfiguration = adapter::Configuration;
 
 impl Kind {
     /// A `nodes` kind's configuration is the node's file: its public object
@@ -776,7 +759,7 @@ impl Kind {
     fn configured<T, U: From<T>>(
         &self,
         operation: Operation,
-        raw: Result<Result<T, crate::bindings::oac::sandbox_provider::types::Error>, Error>,
+        raw: Result<Result<T, wit::Error>, Error>,
         secrets: &[String],
         shown: impl Fn(&U) -> Vec<&str>,
     ) -> Result<U, Error> {
@@ -874,8 +857,7 @@ impl ConfigurationProvider for Kind {
             .iter()
             .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
             .collect();
-        let input: crate::bindings::exports::oac::sandbox_provider::configuration_adapter::StoredConfiguration =
-            stored.into();
+        let input: adapter::StoredConfiguration = stored.into();
         let raw = self
             .invoke(
                 operation,

@@ -61,8 +61,9 @@ pub enum LoadError {
         /// The rule broken.
         error: DeclarationError,
     },
-    /// Calling `operations()` failed (trap, budget, memory).
-    #[error("kind `{kind}`: the declaration call did not complete")]
+    /// Calling `operations()` or `requirements()` at load failed (trap,
+    /// budget, memory).
+    #[error("kind `{kind}`: the declaration or requirements call did not complete")]
     DeclarationCall {
         /// The kind.
         kind: String,

@@ -229,6 +229,37 @@ async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
     );
 }
 
+/// Verification and selection discovery may only read: a component that
+/// sends a POST from them is refused before anything is sent.
+#[tokio::test]
+async fn verification_and_discovery_may_only_read() {
+    let (origin, seen) = server().await;
+    let steering = json!({
+        "declaration": "verifying",
+        "action": "http-post",
+        "url": format!("{origin}/mutate"),
+        "credential_header": "x-api-key",
+    });
+    let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
+        .await
+        .expect("loads");
+    let kind = host.kind("configured").expect("kind");
+    let candidate = Configuration {
+        public: "{}".into(),
+        credential: Some("candidate-key".into()),
+    };
+    assert_eq!(
+        kind.verify_credential(candidate.clone(), vec![reference()], budget())
+            .await,
+        Err(Error::Invalid)
+    );
+    assert_eq!(
+        kind.discover_selection(candidate, budget()).await,
+        Err(Error::Invalid)
+    );
+    assert!(seen.lock().expect("lock").is_empty(), "nothing was sent");
+}
+
 /// A replacement waits for the call in flight (whose caller left) and
 /// never interrupts it; a call that arrives meanwhile waits, then carries
 /// the new credential.

@@ -77,8 +77,13 @@ struct Steering {
 /// A GET of the steered `url`, with the credential in the steered header:
 /// the response's status.
 fn steered_get(steering: &Steering) -> Result<u16, Error> {
+    steered_request(steering, http::Method::Get)
+}
+
+/// [`steered_get`] with `method`.
+fn steered_request(steering: &Steering, method: http::Method) -> Result<u16, Error> {
     let url = steering.url.clone().unwrap_or_default();
-    let mut request = http::Request::new(http::Method::Get, url);
+    let mut request = http::Request::new(method, url);
     request.credential = steering
         .credential_header
         .clone()
@@ -614,14 +619,22 @@ impl exports::batch_observation_source::Guest for Steerable {
 }
 
 /// Declaration `verifying`: both reach the steered `url` with the
-/// candidate's credential (which the host fills in).
+/// candidate's credential (which the host fills in): a GET, or a POST with
+/// action `http-post` (which a read-only call may not send).
+fn verifying_request(steering: &Steering) -> Result<u16, Error> {
+    match steering.action.as_str() {
+        "http-post" => steered_request(steering, http::Method::Post),
+        _ => steered_get(steering),
+    }
+}
+
 impl exports::selection_discoverer::Guest for Steerable {
     fn discover_selection(candidate: String) -> Result<String, Error> {
         let steering = steering();
         if steering.declaration != "verifying" {
             return Err(reasoned("discover-selection"));
         }
-        steered_get(&steering).map(|_| candidate)
+        verifying_request(&steering).map(|_| candidate)
     }
 }
 
@@ -631,7 +644,7 @@ impl exports::credential_verifier::Guest for Steerable {
         if steering.declaration != "verifying" {
             return Err(reasoned("verify-credential"));
         }
-        match steered_get(&steering)? {
+        match verifying_request(&steering)? {
             200 => Ok(()),
             _ => Err(Error::Invalid),
         }
