@@ -111,6 +111,7 @@ impl Fixture {
             container_policy: Some(policy),
             configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
             credential: None,
+            receipts: None,
             hook: None,
         };
         let host = Host::load(

@@ -149,6 +149,7 @@ impl Harness {
                 } else {
                     Vec::new()
                 },
+                receipts: false,
             },
             policy: Policy {
                 default_budget_ms: target.budget_ms,
@@ -177,6 +178,7 @@ impl Harness {
             container_policy: policy,
             configuration,
             credential: None,
+            receipts: None,
             hook: Some(recorder.clone()),
         };
         let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;

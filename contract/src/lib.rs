@@ -283,6 +283,10 @@ pub mod bounds {
     pub const MAX_CREDENTIAL_BYTES: usize = 4096;
     /// Most allowed domains of a restricted network.
     pub const MAX_ALLOWED_DOMAINS: usize = 256;
+    /// Largest receipt value, bytes.
+    pub const MAX_RECEIPT_BYTES: usize = 4096;
+    /// Most receipts one allocation holds (per kind and installation).
+    pub const MAX_RECEIPTS_PER_ALLOCATION: usize = 16;
 }
 
 /// The identifier rule (reference parts; session, device and harness ids),

@@ -51,6 +51,7 @@ async fn load_steered(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Hos
                 container_policy: Some(policy.clone()),
                 configuration: configuration.clone(),
                 credential: None,
+                receipts: None,
                 hook: None,
             };
             (kind.to_string(), binding)

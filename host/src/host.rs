@@ -8,6 +8,7 @@ use crate::call;
 use crate::capability::boundary::Boundary;
 use crate::capability::docker::{DockerBroker, DockerConnectError};
 use crate::capability::http::HttpBroker;
+use crate::capability::receipts::ReceiptsBroker;
 use crate::capability::scope::CallScope;
 use crate::capability::{Capabilities, SharedCapabilities};
 use crate::declaration::{self, Decision, Declaration, DeclarationError};
@@ -76,12 +77,18 @@ fn capabilities(
         Boundary::new(binding.hook.clone()),
     )
     .map_err(|_| HostError::Http(registration.kind.clone()))?;
+    let receipts = binding
+        .receipts
+        .clone()
+        .filter(|_| registration.grants.receipts)
+        .map(|store| ReceiptsBroker::new(store, Boundary::new(binding.hook.clone())));
     Ok(Arc::new(Capabilities {
         kind: registration.kind.clone(),
         installation_id: binding.installation_id.clone(),
         configuration: binding.configuration.to_string(),
         docker,
         http,
+        receipts,
         credential: std::sync::RwLock::new(binding.credential.clone()),
     }))
 }

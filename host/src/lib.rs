@@ -25,6 +25,7 @@ mod state;
 pub mod transport;
 mod turns;
 
+pub use capability::receipts::{ReceiptStore, ReceiptStoreError};
 pub use host::{Connect, Host, HostError};
 pub use kind::Kind;
 pub use loader::Runtime;

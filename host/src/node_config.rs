@@ -60,6 +60,7 @@ struct File {
     max_in_flight: u32,
     #[serde(default)]
     log: Logging,
+    state_dir: Option<PathBuf>,
     #[serde(default)]
     kinds: BTreeMap<String, KindSection>,
 }
@@ -147,6 +148,9 @@ pub enum ConfigError {
     /// A kind's binding breaks the registry's rules.
     #[error(transparent)]
     Binding(#[from] RegistrationError),
+    /// The receipt store in `state_dir` cannot be opened.
+    #[error("state_dir: {0}")]
+    Receipts(#[from] crate::capability::receipts::ReceiptStoreError),
 }
 
 impl Token {
@@ -227,6 +231,19 @@ impl NodeConfig {
             return Err(ConfigError::NoKinds);
         }
         let token = read_token(&file.token_file)?;
+        let granted = |kind: &String| {
+            table
+                .iter()
+                .any(|row| &row.kind == kind && row.grants.receipts)
+        };
+        // Opened once, for the kinds granted receipts; a served kind that
+        // needs it without `state_dir` is refused below.
+        let receipts = match &file.state_dir {
+            Some(dir) if file.kinds.keys().any(granted) => {
+                Some(crate::capability::receipts::ReceiptStore::open(dir)?)
+            }
+            _ => None,
+        };
         let mut registrations = Vec::new();
         let mut bindings = BTreeMap::new();
         for (kind, section) in file.kinds {
@@ -261,6 +278,7 @@ impl NodeConfig {
                 container_policy,
                 configuration,
                 credential: None,
+                receipts: receipts.clone().filter(|_| registration.grants.receipts),
                 hook: None,
             };
             registry::validate_node_binding(registration, &binding)?;

@@ -32,6 +32,8 @@ pub struct Grants {
     pub docker: bool,
     /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
     pub http_origins: Vec<String>,
+    /// The durable receipt store (the binding supplies it).
+    pub receipts: bool,
 }
 
 /// Resource bounds for every call of the kind.
@@ -96,6 +98,7 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
+                receipts: false,
             },
             policy: Policy {
                 default_budget_ms: 60_000,
@@ -114,6 +117,23 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
+                receipts: false,
+            },
+            policy: Policy::default(),
+            node_artifacts: Vec::new(),
+            suspension: None,
+        },
+        Registration {
+            // The self-test component as a direct kind: what runs on Core's
+            // side, with durable receipts.
+            kind: "steerable-direct".into(),
+            mode: Mode::Direct,
+            component: "steerable.wasm".into(),
+            digest: DigestSource::Staged,
+            grants: Grants {
+                docker: false,
+                http_origins: Vec::new(),
+                receipts: true,
             },
             policy: Policy::default(),
             node_artifacts: Vec::new(),
@@ -136,6 +156,8 @@ pub struct NodeBinding {
     pub configuration: serde_json::Value,
     /// Vendor credential the HTTP capability may attach; never shown to the component.
     pub credential: Option<String>,
+    /// The durable receipt store, for kinds granted receipts.
+    pub receipts: Option<crate::capability::receipts::ReceiptStore>,
     /// Sees every native request of this binding and may inject faults
     /// (the contract suite's instrument; `None` in production).
     pub hook: Option<std::sync::Arc<dyn crate::capability::boundary::NativeHook>>,
@@ -325,6 +347,9 @@ pub fn require_native(
             return missing("container_policy");
         }
     }
+    if registration.grants.receipts && binding.receipts.is_none() {
+        return missing("state_dir");
+    }
     Ok(())
 }
 
@@ -433,6 +458,7 @@ mod tests {
                     grants: Grants {
                         docker: true,
                         http_origins: vec!["http://vendor.example".into()],
+                        receipts: false,
                     },
                     ..row()
                 },
@@ -443,6 +469,7 @@ mod tests {
                     grants: Grants {
                         docker: true,
                         http_origins: vec!["https://vendor.example/path".into()],
+                        receipts: false,
                     },
                     ..row()
                 },
@@ -548,6 +575,7 @@ mod tests {
             container_policy: Some(test_policy()),
             configuration: serde_json::json!({}),
             credential: None,
+            receipts: None,
             hook: None,
         };
         assert_eq!(validate_node_binding(&registration, &good), Ok(()));

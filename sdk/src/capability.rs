@@ -71,3 +71,9 @@ pub mod docker {
         }
     }
 }
+
+/// Small durable records of the call's own allocation: write one before the
+/// native effect it describes; the host fsyncs it before `put` returns.
+pub mod receipts {
+    pub use crate::__bindings::oac::sandbox_provider::receipts::*;
+}

@@ -74,7 +74,7 @@ pub mod bounds {
 
 /// Everything an adapter usually needs.
 pub mod prelude {
-    pub use crate::capability::{context, docker, http, log};
+    pub use crate::capability::{context, docker, http, log, receipts};
     pub use crate::export_provider;
     pub use crate::guest::*;
     pub use crate::types::*;

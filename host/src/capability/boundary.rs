@@ -43,6 +43,15 @@ pub enum HttpAction {
     Delete,
 }
 
+/// A request to the durable receipt store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each is the receipts function of the same name
+pub enum ReceiptAction {
+    Get,
+    Put,
+    Remove,
+}
+
 /// What a native request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -50,6 +59,8 @@ pub enum Action {
     Docker(DockerAction),
     /// An HTTP request to an allowlisted origin.
     Http(HttpAction),
+    /// A read or durable write of the call's receipts.
+    Receipts(ReceiptAction),
 }
 
 impl Action {
@@ -58,6 +69,7 @@ impl Action {
         match self {
             Action::Docker(_) => "docker",
             Action::Http(_) => "http",
+            Action::Receipts(_) => "receipts",
         }
     }
 
@@ -91,6 +103,11 @@ impl Action {
                 HttpAction::Patch => "http-patch",
                 HttpAction::Delete => "http-delete",
             },
+            Action::Receipts(action) => match action {
+                ReceiptAction::Get => "receipt-get",
+                ReceiptAction::Put => "receipt-put",
+                ReceiptAction::Remove => "receipt-remove",
+            },
         }
     }
 
@@ -111,6 +128,7 @@ impl Action {
                     | ExecInspect
             ),
             Action::Http(action) => action == HttpAction::Get,
+            Action::Receipts(action) => action == ReceiptAction::Get,
         }
     }
 

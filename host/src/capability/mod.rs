@@ -7,6 +7,7 @@ mod context;
 pub mod docker;
 pub(crate) mod http;
 pub(crate) mod log;
+pub mod receipts;
 pub(crate) mod scope;
 
 pub use log::REDACTED;
@@ -26,6 +27,8 @@ pub(crate) struct Capabilities {
     pub docker: Option<docker::DockerBroker>,
     /// The HTTP broker (its allowlist may be empty).
     pub http: http::HttpBroker,
+    /// The receipt store, when granted.
+    pub receipts: Option<receipts::ReceiptsBroker>,
     /// The credential, kept host-side for the HTTP capability and log
     /// redaction; replaced only under the kind's call fence.
     pub credential: std::sync::RwLock<Option<String>>,
@@ -72,7 +75,8 @@ pub(crate) fn add_to_linker(
     context::add_to_linker(linker)?;
     docker::imports::add_to_linker(linker)?;
     http::add_to_linker(linker)?;
-    log::add_to_linker(linker)
+    log::add_to_linker(linker)?;
+    receipts::add_to_linker(linker)
 }
 
 impl crate::bindings::oac::sandbox_provider::types::Host for crate::state::CallState {}

@@ -70,6 +70,7 @@ async fn load_docker(
         container_policy: Some(policy),
         configuration,
         credential: None,
+        receipts: None,
         hook: None,
     };
     let bindings = BTreeMap::from([("docker".to_string(), binding)]);

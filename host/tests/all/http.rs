@@ -42,6 +42,7 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Erro
         grants: Grants {
             docker: false,
             http_origins: vec![allowed.to_string()],
+            receipts: false,
         },
         ..steerable("fetcher")
     };
@@ -109,6 +110,7 @@ async fn a_batch_observation_sends_only_reads() {
         grants: Grants {
             docker: false,
             http_origins: vec![origin.clone()],
+            receipts: false,
         },
         ..steerable("observer")
     };

@@ -16,6 +16,7 @@ mod hostile;
 mod http;
 mod isolation;
 mod limits;
+mod receipts;
 mod registration;
 mod settlement;
 mod transport;

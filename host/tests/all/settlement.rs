@@ -70,6 +70,7 @@ impl Docker {
             container_policy: Some(policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
             configuration: json!({}),
             credential: None,
+            receipts: None,
             hook,
         };
         let bindings = BTreeMap::from([("docker".to_string(), binding)]);

@@ -25,6 +25,8 @@
 //! `discovery-mismatch` break the configuration rules the host checks at
 //! load.
 //!
+//! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`).
+//!
 //! The declaration `observing` declares `observe` and `observe-batch`
 //! supported: each target's observation runs the steered Docker action (or,
 //! with `http-post`, a POST to `url`) for the target's allocation and
@@ -46,6 +48,7 @@ use oac_provider_sdk::prelude::*;
 use serde::Deserialize;
 
 mod checkpoint;
+mod receipts;
 mod vendor;
 
 struct Steerable;
@@ -72,6 +75,10 @@ struct Steering {
     cold_start: bool,
     /// The header `http-get` asks the host to fill the credential into.
     credential_header: Option<String>,
+    /// Receipt actions (see `receipts.rs`).
+    receipt_key: Option<String>,
+    receipt_value: Option<String>,
+    receipt_bytes: Option<usize>,
 }
 
 /// A GET of the steered `url`, with the credential in the steered header:
@@ -356,6 +363,9 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     if let Some(answer) = docker_action(&steering, &allocation) {
         return answer.map(|id| info(allocation, Some(id)));
     }
+    if let Some(outcome) = receipts::act(&steering, &allocation) {
+        return Ok(info(allocation, Some(outcome)));
+    }
     match steering.action.as_str() {
         "" | "none" => Ok(info(allocation, Some(NATIVE_ID.into()))),
         // An observation that claims to settle a Create.
@@ -583,6 +593,13 @@ fn observed(steering: &Steering, allocation: &Reference) -> Result<Sample, Error
                     http::HttpError::Denied => Error::Invalid,
                     _ => Error::ComputeUnconfirmed,
                 })
+        }
+        // A batch observation reaches no receipt.
+        action if action.starts_with("receipt-") => {
+            match receipts::act(steering, allocation).as_deref() {
+                Some("denied") => Err(Error::ObservationUnavailable),
+                _ => Ok(String::new()),
+            }
         }
         _ => docker_action(steering, allocation).unwrap_or(Ok(String::new())),
     };

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 /// Loads every kind offline and reports each one's inventory and digest.
 pub async fn validate(node: NodeArgs) -> Result<bool> {
-    let host = node.load(Connect::Offline).await?;
+    let host = node.load(Connect::Offline, None).await?;
     for kind in host.kinds() {
         println!(
             "{}: ok ({} operations declared, sha256 {})",
@@ -25,7 +25,7 @@ pub async fn validate(node: NodeArgs) -> Result<bool> {
 /// Prints each kind's registration, digest, inventory, declaration,
 /// configuration requirements and node artifacts as JSON.
 pub async fn describe(node: NodeArgs) -> Result<bool> {
-    let host = node.load(Connect::Offline).await?;
+    let host = node.load(Connect::Offline, None).await?;
     let budget = Budget::from_millis(10_000)?;
     let mut kinds = Vec::new();
     for kind in host.kinds() {
@@ -61,7 +61,7 @@ pub async fn describe(node: NodeArgs) -> Result<bool> {
 /// Runs each kind's readiness probe against this node's capabilities and
 /// prints the diagnostics; not ready is exit status 1.
 pub async fn probe(node: NodeArgs) -> Result<bool> {
-    let host = node.load(Connect::Capabilities).await?;
+    let host = node.load(Connect::Capabilities, None).await?;
     let budget = Budget::from_millis(30_000)?;
     let mut report = serde_json::Map::new();
     let mut ready = true;

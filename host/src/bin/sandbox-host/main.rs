@@ -86,7 +86,9 @@ enum Cmd {
 /// files read) before anything is loaded.
 async fn call(operation: operation::OperationArgs, node: node::NodeArgs) -> Result<bool> {
     let operation = operation.parse()?;
-    let host = node.load(Connect::Capabilities).await?;
+    let host = node
+        .load(Connect::Capabilities, Some(&operation.kind))
+        .await?;
     let kind = host
         .kind(&operation.kind)
         .map_err(|_| anyhow::anyhow!("`{}` is not a loaded kind", operation.kind))?;

@@ -30,6 +30,13 @@ pub struct NodeArgs {
     /// nested_sandbox). Needed by commands that reach the engine.
     #[arg(long, value_name = "FILE")]
     container_policy: Option<PathBuf>,
+    /// Load only this kind (repeatable; default: every registered kind).
+    #[arg(long = "kind", value_name = "KIND")]
+    kinds: Vec<String>,
+    /// Directory of the durable receipt store, for kinds granted receipts
+    /// (created private to its owner; one process holds it at a time).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
     /// A kind's own configuration as a JSON object: `KIND=JSON`, or
     /// `KIND=@FILE` to read it from a file (repeatable).
     #[arg(long = "configuration", value_name = "KIND=JSON")]
@@ -68,6 +75,11 @@ impl NodeArgs {
                 .with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
             configurations.insert(kind.to_string(), value);
         }
+        let receipts = self
+            .state_dir
+            .as_deref()
+            .map(sandbox_host::ReceiptStore::open)
+            .transpose()?;
         Ok(registry::builtin()
             .into_iter()
             .map(|registration| {
@@ -80,6 +92,7 @@ impl NodeArgs {
                         .remove(&registration.kind)
                         .unwrap_or_else(|| json!({})),
                     credential: None,
+                    receipts: receipts.clone().filter(|_| registration.grants.receipts),
                     hook: None,
                 };
                 (registration.kind, binding)
@@ -87,12 +100,32 @@ impl NodeArgs {
             .collect())
     }
 
-    /// Loads every builtin kind (connecting its capabilities or not).
-    pub async fn load(&self, connect: Connect) -> Result<Host> {
+    /// The registry rows to load: `--kind` (or `only`), else every row.
+    fn table(&self, only: Option<&str>) -> Result<Vec<registry::Registration>> {
+        let wanted: Vec<&str> = match only {
+            Some(kind) => vec![kind],
+            None => self.kinds.iter().map(String::as_str).collect(),
+        };
+        let table = registry::builtin();
+        if let Some(unknown) = wanted
+            .iter()
+            .find(|kind| !table.iter().any(|row| row.kind == **kind))
+        {
+            anyhow::bail!("`{unknown}` is not a registered kind");
+        }
+        Ok(table
+            .into_iter()
+            .filter(|row| wanted.is_empty() || wanted.contains(&row.kind.as_str()))
+            .collect())
+    }
+
+    /// Loads the builtin kinds (every one, those of `--kind`, or `only`),
+    /// connecting their capabilities or not.
+    pub async fn load(&self, connect: Connect, only: Option<&str>) -> Result<Host> {
         let runtime = Runtime::new().context("creating the WebAssembly engine")?;
         Ok(Host::load(
             runtime,
-            &registry::builtin(),
+            &self.table(only)?,
             &self.plugins,
             &self.bindings()?,
             connect,

@@ -118,6 +118,7 @@ pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> Nod
         docker_socket: socket,
         configuration,
         credential: None,
+        receipts: None,
         hook: None,
     }
 }

@@ -1,0 +1,64 @@
+//! Receipt actions: each answers its outcome as text (`ok`, `none`, the
+//! value read, or the error's name) in the provider id, so the host's
+//! tests can see exactly what the `receipts` capability said.
+//!
+//! `receipt-put`, `receipt-get` and `receipt-remove` act on `receipt_key`
+//! (default `create_pending`) with `receipt_value` (default the
+//! allocation id) or `receipt_bytes` bytes of `x`. `receipt-then-loop`
+//! writes the receipt, logs `steerable_receipt_written` at warn level and
+//! spins until the host ends it: a crash test kills the process then.
+
+use crate::{Steering, spin_forever};
+use oac_provider_sdk::prelude::*;
+
+fn error_name(error: receipts::ReceiptsError) -> String {
+    use receipts::ReceiptsError::*;
+    match error {
+        Denied => "denied",
+        Invalid => "invalid",
+        Full => "full",
+        Unavailable => "unavailable",
+        Unconfirmed => "unconfirmed",
+    }
+    .into()
+}
+
+fn outcome(result: Result<(), receipts::ReceiptsError>) -> String {
+    result.map_or_else(error_name, |()| "ok".into())
+}
+
+/// The steered receipt action's outcome; `None` for other actions.
+pub(crate) fn act(steering: &Steering, allocation: &Reference) -> Option<String> {
+    let key = steering
+        .receipt_key
+        .clone()
+        .unwrap_or_else(|| "create_pending".into());
+    let value = match steering.receipt_bytes {
+        Some(bytes) => vec![b'x'; bytes],
+        None => steering
+            .receipt_value
+            .clone()
+            .unwrap_or_else(|| allocation.allocation_id.clone())
+            .into_bytes(),
+    };
+    let answer = match steering.action.as_str() {
+        "receipt-put" => outcome(receipts::put(&key, &value)),
+        "receipt-remove" => outcome(receipts::remove(&key)),
+        "receipt-get" => match receipts::get(&key) {
+            Ok(Some(value)) => String::from_utf8_lossy(&value).into_owned(),
+            Ok(None) => "none".into(),
+            Err(error) => error_name(error),
+        },
+        "receipt-then-loop" => {
+            let written = outcome(receipts::put(&key, &value));
+            log::emit(
+                log::Level::Warn,
+                "steerable_receipt_written",
+                &[("outcome".into(), written)],
+            );
+            spin_forever()
+        }
+        _ => return None,
+    };
+    Some(answer)
+}
