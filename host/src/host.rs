@@ -16,7 +16,7 @@ use crate::kind::{Kind, Policing};
 use crate::loader::{self, LoadError, Runtime};
 use crate::registry::{self, NodeBinding, Registration, RegistrationError};
 use oac_provider_api::Budget;
-use oac_provider_api::types::Error;
+use oac_provider_api::types::{ConfigurationRequirements, Error, Requirement};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -49,6 +49,10 @@ pub enum HostError {
     /// The HTTP client of a kind could not be created (TLS setup).
     #[error("kind `{0}`: the HTTP client could not be created")]
     Http(String),
+    /// A kind that requires a credential was given none (a direct kind's
+    /// `credential_file`, or the binding Core builds).
+    #[error("kind `{0}` requires a credential and has none")]
+    MissingCredential(String),
 }
 
 /// Whether loading also connects the native capabilities.
@@ -157,7 +161,14 @@ impl Host {
         for registration in table {
             let binding = &bindings[&registration.kind];
             let loaded = loader::load(&runtime, registration, plugin_dir)?;
-            let declaration = Self::declaration(registration, binding, &loaded).await?;
+            let (declaration, requirements) =
+                Self::declaration(registration, binding, &loaded).await?;
+            if connect == Connect::Capabilities
+                && requirements.credential == Requirement::Required
+                && binding.credential.is_none()
+            {
+                return Err(HostError::MissingCredential(registration.kind.clone()));
+            }
             let docker = match (connect, &binding.docker_socket, &binding.container_policy) {
                 (Connect::Capabilities, Some(socket), Some(policy)) => Some(
                     DockerBroker::connect(
@@ -206,7 +217,7 @@ impl Host {
         registration: &Registration,
         binding: &NodeBinding,
         loaded: &loader::Loaded,
-    ) -> Result<Declaration, HostError> {
+    ) -> Result<(Declaration, ConfigurationRequirements), HostError> {
         let kind = registration.kind.clone();
         let denied = capabilities(
             &Registration {
@@ -268,9 +279,10 @@ impl Host {
         )
         .await
         .map_err(|_| LoadError::DeclarationCall { kind: kind.clone() })?;
-        declaration::validate_requirements(&declaration, &requirements.into(), registration.mode)
+        let requirements: ConfigurationRequirements = requirements.into();
+        declaration::validate_requirements(&declaration, &requirements, registration.mode)
             .map_err(rejected)?;
-        Ok(declaration)
+        Ok((declaration, requirements))
     }
 
     /// The loaded kinds, by name.

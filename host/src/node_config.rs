@@ -46,6 +46,8 @@ pub struct KindSection {
     /// `banner = "/etc/oac/banner.txt"`).
     #[serde(default)]
     pub configuration_files: BTreeMap<String, PathBuf>,
+    /// A direct kind's vendor credential, from a file private to its owner.
+    pub credential_file: Option<PathBuf>,
 }
 
 /// The file as written.
@@ -148,6 +150,18 @@ pub enum ConfigError {
     /// A kind's binding breaks the registry's rules.
     #[error(transparent)]
     Binding(#[from] RegistrationError),
+    /// A kind's credential file is refused.
+    #[error("kinds.{kind}.credential_file: {reason}")]
+    Credential {
+        /// The kind.
+        kind: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A direct kind carries Core's vendor credential: it is served on a
+    /// local socket only.
+    #[error("kinds.{0}: a direct kind is served on `listen.unix` only")]
+    DirectOverTcp(String),
     /// The receipt store in `state_dir` cannot be opened.
     #[error("state_dir: {0}")]
     Receipts(#[from] crate::capability::receipts::ReceiptStoreError),
@@ -161,22 +175,43 @@ impl Token {
     }
 }
 
-fn read_token(path: &Path) -> Result<Token, ConfigError> {
+/// Reads a secret file: private to its owner (no group or other access),
+/// trimmed. The error says what is wrong, never what the file holds.
+fn read_private(path: &Path) -> Result<String, &'static str> {
     use std::os::unix::fs::PermissionsExt;
-    let metadata = std::fs::metadata(path).map_err(|_| ConfigError::Token("cannot be read"))?;
+    let metadata = std::fs::metadata(path).map_err(|_| "cannot be read")?;
     if metadata.permissions().mode() & 0o077 != 0 {
-        return Err(ConfigError::Token(
-            "must not be readable by group or others (chmod 600)",
-        ));
+        return Err("must not be readable by group or others (chmod 600)");
     }
-    let token = std::fs::read_to_string(path).map_err(|_| ConfigError::Token("cannot be read"))?;
-    let token = token.trim().to_string();
+    if metadata.len() > MAX_CREDENTIAL_FILE_BYTES {
+        return Err("is too large");
+    }
+    let text = std::fs::read_to_string(path).map_err(|_| "cannot be read")?;
+    Ok(text.trim().to_string())
+}
+
+/// Largest token or credential file, bytes.
+pub const MAX_CREDENTIAL_FILE_BYTES: u64 = 16 * 1024;
+
+fn read_token(path: &Path) -> Result<Token, ConfigError> {
+    let token = read_private(path).map_err(ConfigError::Token)?;
     if token.len() < 16 {
         return Err(ConfigError::Token(
             "must hold a token of at least 16 characters",
         ));
     }
     Ok(Token(token))
+}
+
+/// Reads a direct kind's credential file (Core's vendor credential, e.g.
+/// E2B's `{"api_key": "…"}`): private to its owner, not empty. The
+/// credential never comes from a command-line argument.
+pub fn read_credential(path: &Path) -> Result<String, &'static str> {
+    let credential = read_private(path)?;
+    if credential.is_empty() {
+        return Err("is empty");
+    }
+    Ok(credential)
 }
 
 /// Decodes TOML into `T`. An error says where (the key path, or the line
@@ -272,12 +307,33 @@ impl NodeConfig {
                     kind: kind.clone(),
                     error,
                 })?;
+            let direct = registration.mode == registry::Mode::Direct;
+            if direct && file.listen.tcp.is_some() {
+                return Err(ConfigError::DirectOverTcp(kind));
+            }
+            let credential = match &section.credential_file {
+                Some(_) if !direct => {
+                    return Err(ConfigError::Credential {
+                        kind,
+                        reason: "only a direct kind takes a credential",
+                    });
+                }
+                Some(path) => {
+                    Some(
+                        read_credential(path).map_err(|reason| ConfigError::Credential {
+                            kind: kind.clone(),
+                            reason,
+                        })?,
+                    )
+                }
+                None => None,
+            };
             let binding = NodeBinding {
                 installation_id: file.installation.clone(),
                 docker_socket: section.docker_socket,
                 container_policy,
                 configuration,
-                credential: None,
+                credential,
                 receipts: receipts.clone().filter(|_| registration.grants.receipts),
                 hook: None,
             };
@@ -387,6 +443,77 @@ extra_hosts = ["core.internal:10.0.0.1"]
             "sha256:0000000000000000000000000000000000000000000000000000000000000001"
         );
         assert_eq!(config.registrations.len(), 1);
+    }
+
+    #[test]
+    fn a_direct_kind_takes_its_credential_from_a_private_file_and_keeps_receipts() {
+        let files = Files::new();
+        let dir = files.dir.path();
+        let credential = dir.join("vendor.key");
+        std::fs::write(&credential, "{\"api_key\":\"secret-1\"}\n").expect("credential");
+        std::fs::set_permissions(&credential, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let state = dir.join("state");
+        let direct = format!(
+            "[kinds.steerable-direct]\ncredential_file = \"{}\"\n",
+            credential.display()
+        );
+        let with_state = |text: String| {
+            text.replace(
+                "[listen]",
+                &format!("state_dir = \"{}\"\n[listen]", state.display()),
+            )
+        };
+        let table = registry::builtin();
+        let config = NodeConfig::parse(&with_state(files.config(&direct)), &table).expect("valid");
+        let binding = &config.bindings["steerable-direct"];
+        assert_eq!(
+            binding.credential.as_deref(),
+            Some("{\"api_key\":\"secret-1\"}")
+        );
+        assert!(
+            binding.receipts.is_some(),
+            "granted receipts, given a store"
+        );
+        assert!(
+            !format!("{config:?}").contains("secret-1"),
+            "Debug never shows the credential"
+        );
+        drop(config);
+
+        assert!(
+            refusal(&files.config(&direct), &table).contains("invalid state_dir"),
+            "a kind granted receipts needs state_dir"
+        );
+        let over_tcp = with_state(files.config(&direct)).replace(
+            &format!("unix = \"{}/node.sock\"", dir.display()),
+            "tcp = \"127.0.0.1:7400\"",
+        );
+        assert_eq!(
+            refusal(&over_tcp, &table),
+            "kinds.steerable-direct: a direct kind is served on `listen.unix` only"
+        );
+        std::fs::set_permissions(&credential, std::fs::Permissions::from_mode(0o644))
+            .expect("chmod");
+        let shared = refusal(&with_state(files.config(&direct)), &table);
+        assert!(
+            shared.starts_with("kinds.steerable-direct.credential_file: must not be readable"),
+            "{shared}"
+        );
+        assert!(!shared.contains("secret-1"));
+        std::fs::set_permissions(&credential, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let on_a_node_kind = DOCKER.replace(
+            "docker_socket = \"/run/docker.sock\"\n",
+            &format!(
+                "docker_socket = \"/run/docker.sock\"\ncredential_file = \"{}\"\n",
+                credential.display()
+            ),
+        );
+        assert_eq!(
+            refusal(&files.config(&on_a_node_kind), &table),
+            "kinds.docker.credential_file: only a direct kind takes a credential"
+        );
     }
 
     #[test]

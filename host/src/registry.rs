@@ -142,8 +142,9 @@ pub fn builtin() -> Vec<Registration> {
     ]
 }
 
-/// What an operator's node supplies for one kind at run time.
-#[derive(Clone, Debug, Default)]
+/// What an operator's node supplies for one kind at run time. Its `Debug`
+/// never shows the credential.
+#[derive(Clone, Default)]
 pub struct NodeBinding {
     /// Installation id; the value of every `io.oac.installation` label.
     pub installation_id: String,
@@ -161,6 +162,23 @@ pub struct NodeBinding {
     /// Sees every native request of this binding and may inject faults
     /// (the contract suite's instrument; `None` in production).
     pub hook: Option<std::sync::Arc<dyn crate::capability::boundary::NativeHook>>,
+}
+
+impl std::fmt::Debug for NodeBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeBinding")
+            .field("installation_id", &self.installation_id)
+            .field("docker_socket", &self.docker_socket)
+            .field("container_policy", &self.container_policy)
+            .field("configuration", &self.configuration)
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "[redacted]"),
+            )
+            .field("receipts", &self.receipts)
+            .field("hook", &self.hook)
+            .finish()
+    }
 }
 
 /// A registration or binding that must not be loaded. It names the field,

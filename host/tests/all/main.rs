@@ -10,6 +10,7 @@ mod checkpoint;
 mod cli;
 mod configuration;
 mod declarations;
+mod direct;
 mod docker_adapter;
 mod docker_engine;
 mod hostile;

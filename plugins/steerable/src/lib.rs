@@ -23,7 +23,7 @@
 //! verification and selection discovery, each a GET of `url` with the
 //! candidate's credential; `node-with-credential`, `node-credential` and
 //! `discovery-mismatch` break the configuration rules the host checks at
-//! load.
+//! load; `credential-required` (a valid declaration) requires a credential.
 //!
 //! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`).
 //!
@@ -679,7 +679,10 @@ impl exports::configuration_adapter::Guest for Steerable {
     fn requirements() -> ConfigurationRequirements {
         let declaration = steering().declaration;
         ConfigurationRequirements {
-            credential: if declaration == "node-credential" {
+            credential: if matches!(
+                declaration.as_str(),
+                "node-credential" | "credential-required"
+            ) {
                 Requirement::Required
             } else {
                 Requirement::NotRequired

@@ -37,6 +37,10 @@ pub struct NodeArgs {
     /// (created private to its owner; one process holds it at a time).
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// A direct kind's vendor credential: `KIND=FILE`, a file private to its
+    /// owner (repeatable; never the credential itself on the command line).
+    #[arg(long = "credential-file", value_name = "KIND=FILE")]
+    credential_files: Vec<String>,
     /// A kind's own configuration as a JSON object: `KIND=JSON`, or
     /// `KIND=@FILE` to read it from a file (repeatable).
     #[arg(long = "configuration", value_name = "KIND=JSON")]
@@ -75,6 +79,21 @@ impl NodeArgs {
                 .with_context(|| format!("--configuration for `{kind}` is not JSON"))?;
             configurations.insert(kind.to_string(), value);
         }
+        let mut credentials = BTreeMap::new();
+        for entry in &self.credential_files {
+            let (kind, path) = entry
+                .split_once('=')
+                .context("--credential-file takes KIND=FILE")?;
+            let direct = registry::builtin()
+                .iter()
+                .any(|row| row.kind == kind && row.mode == registry::Mode::Direct);
+            if !direct {
+                anyhow::bail!("--credential-file: `{kind}` is not a direct kind");
+            }
+            let credential = sandbox_host::node_config::read_credential(path.as_ref())
+                .map_err(|reason| anyhow::anyhow!("--credential-file for `{kind}`: {reason}"))?;
+            credentials.insert(kind.to_string(), credential);
+        }
         let receipts = self
             .state_dir
             .as_deref()
@@ -91,7 +110,7 @@ impl NodeArgs {
                     configuration: configurations
                         .remove(&registration.kind)
                         .unwrap_or_else(|| json!({})),
-                    credential: None,
+                    credential: credentials.remove(&registration.kind),
                     receipts: receipts.clone().filter(|_| registration.grants.receipts),
                     hook: None,
                 };
