@@ -451,7 +451,7 @@ impl SandboxProvider for Kind {
                     // The candidate's credential goes to the vendor in this
                     // call's HTTP requests, never into the component.
                     s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().credential = credential.clone();
+                    s.data_mut().http.credential = credential.clone();
                     let resolved = p
                         .oac_sandbox_provider_selection_discoverer()
                         .call_discover_selection(s, &public)
@@ -479,7 +479,7 @@ impl SandboxProvider for Kind {
             .invoke_valid(operation, scope, valid, budget, move |p, s| {
                 Box::pin(async move {
                     s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().credential = credential;
+                    s.data_mut().http.credential = credential;
                     p.oac_sandbox_provider_credential_verifier()
                         .call_verify_credential(s, &public, &references)
                         .await

@@ -20,9 +20,10 @@ pub(crate) struct CallState {
     /// Values of this call's input that no log may carry (the daemon
     /// credential of a Create, a configuration's credential).
     pub(crate) secrets: Vec<String>,
-    /// The credential this call's HTTP requests carry: the kind's, or a
-    /// candidate's (selection discovery, credential verification).
-    pub(crate) credential: Option<String>,
+    /// The `wasi:http` context and the host's hooks (policy, the call's
+    /// credential).
+    http_ctx: wasmtime_wasi_http::WasiHttpCtx,
+    pub(crate) http: crate::capability::http::CallHttp,
     /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
     pub(crate) logged: u32,
 }
@@ -49,8 +50,13 @@ impl CallState {
                 exhausted: false,
             },
             deadline,
+            http_ctx: wasmtime_wasi_http::WasiHttpCtx::new(),
+            http: crate::capability::http::CallHttp::new(
+                capabilities.clone(),
+                deadline,
+                scope.may_change(),
+            ),
             scope,
-            credential: capabilities.credential(),
             capabilities,
             secrets: Vec::new(),
             logged: 0,
@@ -63,6 +69,16 @@ impl WasiView for CallState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView {
+            ctx: &mut self.http_ctx,
+            table: &mut self.table,
+            hooks: &mut self.http,
         }
     }
 }

@@ -11,23 +11,8 @@ pub mod log {
     pub use crate::__bindings::oac::sandbox_provider::log::*;
 }
 
-/// Outbound HTTP to allowlisted origins.
-pub mod http {
-    pub use crate::__bindings::oac::sandbox_provider::http::*;
-
-    impl Request {
-        /// A request with no headers, body or credential.
-        pub fn new(method: Method, url: impl Into<String>) -> Self {
-            Request {
-                method,
-                url: url.into(),
-                headers: Vec::new(),
-                body: Vec::new(),
-                credential: None,
-            }
-        }
-    }
-}
+/// Outbound HTTP to allowlisted origins, over `wasi:http`.
+pub mod http;
 
 /// The Docker Engine subset. The host owns every container's isolation
 /// (user, capabilities, seccomp, read-only root, masks, network, image,

@@ -226,6 +226,7 @@ pub trait NativeHook: Send + Sync + fmt::Debug {
 }
 
 /// A request shown to the hook, with the fault it chose.
+#[derive(Clone)]
 pub(crate) struct Decided {
     pub(crate) request: NativeRequest,
     pub(crate) fault: Option<Fault>,

@@ -1,33 +1,57 @@
-//! The `http` capability: reqwest to the kind's allowlisted origins only.
-//! No redirects are followed, bodies are bounded both ways, the deadline is
-//! the call's remaining budget, the installation's credential is filled in
-//! by the host so the component never holds it, and every request crosses
-//! the capability boundary (recorded, faults injected, never retried).
+//! The HTTP capability: the standard `wasi:http/outgoing-handler`, with
+//! the host's policy in its send hook. A component builds requests with
+//! `wasi:http` and may hold a streamed response open while it sends other
+//! requests; the host decides, before anything is sent:
+//!
+//! - only the kind's allowed origins are reached (exact scheme, host and
+//!   port; no user information), with no redirect followed and no proxy
+//!   taken from the environment;
+//! - a call that may only read sends only `GET`;
+//! - the framing, hop-by-hop and `host` headers are the transport's;
+//! - the credential is filled in by the host where the component asks for
+//!   it with the `oac-credential*` marker headers, so it never enters guest
+//!   memory;
+//! - bodies are bounded both ways and the whole exchange by the call's
+//!   deadline;
+//! - every request crosses the capability boundary (recorded, faults
+//!   injected, never retried).
+//!
+//! Errors are fixed `wasi:http` codes: `HTTP-request-denied` (refused,
+//! nothing sent), `connection-refused` (not sent), `HTTP-request-body-size`
+//! / `HTTP-response-body-size` (a bound), and otherwise a code that means
+//! the request may have been received (`connection-terminated`,
+//! `connection-timeout`, `connection-read-timeout`).
 
-use crate::bindings::oac::sandbox_provider::http::{self, HttpError, Method, Request, Response};
+use crate::capability::SharedCapabilities;
 use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction};
-use crate::state::CallState;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime_wasi_http::{
+    DEFAULT_FORBIDDEN_HEADERS, Error as HttpError, ForbiddenHeaderFilter, RequestOptions,
+    WasiHttpHooks,
+};
 
 /// Largest request or response body: 8 MiB.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// The HTTP broker of one kind.
-#[derive(Clone)]
-pub(crate) struct HttpBroker {
-    client: reqwest::Client,
-    origins: Vec<reqwest::Url>,
-    installation: String,
-    boundary: Boundary,
-}
+/// Marker header naming the header the host fills with the credential.
+pub const CREDENTIAL_MARKER: &str = "oac-credential";
+/// Marker header: text placed before the credential (e.g. `Bearer `).
+pub const CREDENTIAL_PREFIX_MARKER: &str = "oac-credential-prefix";
+/// Marker header: the credential is a JSON object; fill in this string
+/// field of it (e.g. `api_key`) rather than the whole text.
+pub const CREDENTIAL_FIELD_MARKER: &str = "oac-credential-field";
 
-/// Headers the component may not set itself, nor name as its credential
-/// header: the target and framing of the request, and the hop-by-hop
-/// headers (RFC 9110 §7.6.1), which are the transport's business.
-const RESERVED_HEADERS: [&str; 12] = [
+/// Headers the component may not set, nor name as its credential header:
+/// the target and framing of the request, and the hop-by-hop headers
+/// (RFC 9110 §7.6.1), which are the transport's business. A request's
+/// `content-length` is the component's, checked against its body.
+const RESERVED_HEADERS: [&str; 11] = [
     "host",
-    "content-length",
     "transfer-encoding",
     "connection",
     "keep-alive",
@@ -39,6 +63,23 @@ const RESERVED_HEADERS: [&str; 12] = [
     "upgrade",
     "expect",
 ];
+
+fn is_reserved(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    RESERVED_HEADERS.contains(&name.as_str())
+        || DEFAULT_FORBIDDEN_HEADERS
+            .iter()
+            .any(|forbidden| forbidden.as_str() == name)
+}
+
+/// The HTTP broker of one kind: its client and allowed origins.
+#[derive(Clone)]
+pub(crate) struct HttpBroker {
+    client: reqwest::Client,
+    origins: Arc<[reqwest::Url]>,
+    installation: String,
+    boundary: Boundary,
+}
 
 impl HttpBroker {
     /// A broker for the registered origins (already validated).
@@ -65,11 +106,6 @@ impl HttpBroker {
         })
     }
 
-    /// Shows the boundary's hook a call the component made.
-    pub fn note_call(&self, target: &str) {
-        self.boundary.note_call("http", "send", target);
-    }
-
     fn allowed(&self, url: &reqwest::Url) -> bool {
         self.origins
             .iter()
@@ -78,143 +114,350 @@ impl HttpBroker {
             && url.password().is_none()
     }
 
-    /// Sends one request, filling in `credential` where the component asks
-    /// for it; never retried.
-    pub async fn send(
+    /// Sends an admitted request within `deadline`: its response head now,
+    /// its body as the component reads it.
+    async fn exchange(
         &self,
-        request: Request,
-        credential: Option<&str>,
+        admitted: Admitted,
         deadline: Instant,
-    ) -> Result<Response, HttpError> {
-        let url = reqwest::Url::parse(&request.url).map_err(|_| HttpError::Denied)?;
-        let reserved = request
-            .headers
-            .iter()
-            .map(|(name, _)| name)
-            .chain(request.credential.as_ref().map(|header| &header.name))
-            .any(|name| RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
-        if !self.allowed(&url) || reserved || request.body.len() > MAX_BODY_BYTES {
-            return Err(HttpError::Denied);
-        }
-        let (method, action) = match request.method {
-            Method::Get => (reqwest::Method::GET, HttpAction::Get),
-            Method::Post => (reqwest::Method::POST, HttpAction::Post),
-            Method::Put => (reqwest::Method::PUT, HttpAction::Put),
-            Method::Patch => (reqwest::Method::PATCH, HttpAction::Patch),
-            Method::Delete => (reqwest::Method::DELETE, HttpAction::Delete),
-        };
-        let decided = self
+    ) -> Result<http::Response<wasmtime_wasi_http::WasiBody>, HttpError> {
+        let Admitted { request, decided } = admitted;
+        let sending = self.client.execute(request);
+        let response = self
             .boundary
-            .decide(Action::Http(action), url.path(), false);
-        let mut builder = self.client.request(method, url).body(request.body);
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        if let Some(header) = &request.credential {
-            let credential = credential.ok_or(HttpError::Denied)?;
-            let mut value =
-                reqwest::header::HeaderValue::from_str(&format!("{}{}", header.prefix, credential))
-                    .map_err(|_| HttpError::Denied)?;
-            // Kept out of any debug rendering of the request.
-            value.set_sensitive(true);
-            builder = builder.header(&header.name, value);
-        }
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let built = builder
-            .timeout(remaining)
-            .build()
-            .map_err(|_| HttpError::Denied)?;
-        let exchange = async {
-            let mut response = self.client.execute(built).await.map_err(|error| {
-                if error.is_connect() {
-                    HttpError::Unavailable
-                } else {
-                    HttpError::Unconfirmed
-                }
-            })?;
-            let status = response.status().as_u16();
-            let headers = response
-                .headers()
-                .iter()
-                .map(|(name, value)| {
-                    (
-                        name.to_string(),
-                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                    )
-                })
-                .collect();
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|_| HttpError::Unconfirmed)? {
-                if body.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(HttpError::TooLarge);
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(Response {
-                status,
-                headers,
-                body,
-            })
-        };
-        let mut response = self
-            .boundary
-            .dispatch(&decided, deadline, exchange)
+            .dispatch(&decided, deadline, sending)
             .await
             .map_err(|crossing| match crossing {
-                Crossing::NotSent | Crossing::CleanupFailed => HttpError::Unavailable,
-                Crossing::Lost => HttpError::Unconfirmed,
-                Crossing::Native(error) => error,
+                Crossing::NotSent | Crossing::CleanupFailed => HttpError::ConnectionRefused,
+                Crossing::Lost => HttpError::ConnectionTerminated,
+                Crossing::Native(error) if error.is_connect() => HttpError::ConnectionRefused,
+                Crossing::Native(error) if error.is_timeout() => HttpError::ConnectionTimeout,
+                Crossing::Native(_) => HttpError::ConnectionTerminated,
             })?;
-        self.show_foreign(&decided, &mut response);
-        Ok(response)
+        let response: http::Response<reqwest::Body> = response.into();
+        let (head, body) = response.into_parts();
+        let watched = Watched {
+            inner: body,
+            read: 0,
+            deadline: Box::pin(tokio::time::sleep_until(deadline.into())),
+            scan: Scan::new(&self.installation, self.boundary.clone(), decided.clone()),
+        };
+        let body = if decided.shows_foreign() {
+            // An injected foreign-ownership fault: the whole (bounded) body,
+            // with every mention of this installation naming another one.
+            let whole = watched.collect().await?.to_bytes();
+            let rewritten = rewrite_installation(&whole, self.installation.as_bytes());
+            http_body_util::Full::new(Bytes::from(rewritten))
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        } else {
+            watched.boxed_unsync()
+        };
+        Ok(http::Response::from_parts(head, body))
+    }
+}
+
+/// Every mention of `ours` in `body` replaced by another installation.
+fn rewrite_installation(body: &[u8], ours: &[u8]) -> Vec<u8> {
+    if ours.is_empty() {
+        return body.to_vec();
+    }
+    let foreign = b"foreign-installation";
+    let mut rewritten = Vec::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(at) = rest.windows(ours.len()).position(|window| window == ours) {
+        rewritten.extend_from_slice(&rest[..at]);
+        rewritten.extend_from_slice(foreign);
+        rest = &rest[at + ours.len()..];
+    }
+    rewritten.extend_from_slice(rest);
+    rewritten
+}
+
+/// Tells the boundary, once, that a response body mentions this
+/// installation (an answer showing a resource as its own), also when the
+/// mention spans two chunks.
+struct Scan {
+    ours: Vec<u8>,
+    carry: Vec<u8>,
+    shown: bool,
+    boundary: Boundary,
+    decided: Decided,
+}
+
+impl Scan {
+    fn new(installation: &str, boundary: Boundary, decided: Decided) -> Self {
+        Self {
+            ours: installation.as_bytes().to_vec(),
+            carry: Vec::new(),
+            shown: installation.is_empty(),
+            boundary,
+            decided,
+        }
     }
 
-    /// Under an injected foreign-ownership fault, every mention of this
-    /// installation in the response names another one: whatever ownership
-    /// record the vendor echoes back (metadata, tags) then looks foreign.
-    fn show_foreign(&self, decided: &Decided, response: &mut Response) {
-        let ours = self.installation.as_bytes();
-        let mentioned = !ours.is_empty()
-            && response
-                .body
-                .windows(ours.len())
-                .any(|window| window == ours);
-        if mentioned {
-            self.boundary.ownership_shown(decided);
-        }
-        if !decided.shows_foreign() || !mentioned {
+    fn feed(&mut self, chunk: &[u8]) {
+        if self.shown {
             return;
         }
-        let foreign = b"foreign-installation";
-        let mut rewritten = Vec::with_capacity(response.body.len());
-        let mut rest = response.body.as_slice();
-        while let Some(at) = rest.windows(ours.len()).position(|window| window == ours) {
-            rewritten.extend_from_slice(&rest[..at]);
-            rewritten.extend_from_slice(foreign);
-            rest = &rest[at + ours.len()..];
+        self.carry.extend_from_slice(chunk);
+        if self
+            .carry
+            .windows(self.ours.len())
+            .any(|window| window == self.ours.as_slice())
+        {
+            self.shown = true;
+            self.boundary.ownership_shown(&self.decided);
+            return;
         }
-        rewritten.extend_from_slice(rest);
-        response.body = rewritten;
+        let keep = self.ours.len().saturating_sub(1).min(self.carry.len());
+        self.carry.drain(..self.carry.len() - keep);
     }
 }
 
-impl http::Host for CallState {
-    async fn send(&mut self, request: Request) -> Result<Response, HttpError> {
+/// A response body read within the call's deadline and the size bound: the
+/// first chunk past [`MAX_BODY_BYTES`] is the last one delivered.
+struct Watched {
+    inner: reqwest::Body,
+    read: usize,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    scan: Scan,
+}
+
+impl http_body::Body for Watched {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, HttpError>>> {
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(HttpError::ConnectionReadTimeout)));
+        }
+        if self.read > MAX_BODY_BYTES {
+            return Poll::Ready(Some(Err(HttpError::HttpResponseBodySize(None))));
+        }
+        let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(Some(Err(_))) => {
+                return Poll::Ready(Some(Err(HttpError::ConnectionTerminated)));
+            }
+            Poll::Ready(Some(Ok(frame))) => frame,
+        };
+        if let Some(data) = frame.data_ref() {
+            // The chunk that crosses the bound is still delivered, so a
+            // reader counting bytes sees the excess itself; the body then
+            // ends with an error.
+            self.read = self.read.saturating_add(data.len());
+            let data = data.clone();
+            self.scan.feed(&data);
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+}
+
+/// The component's request body, as the client sends it: `Sync` (only ever
+/// polled through `&mut`), bounded.
+struct RequestBody(sync_wrapper::SyncWrapper<wasmtime_wasi_http::WasiBody>);
+
+impl http_body::Body for RequestBody {
+    type Data = Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, HttpError>>> {
+        Pin::new(self.get_mut().0.get_mut()).poll_frame(cx)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        // `SyncWrapper` lends only `&mut`; the hint was taken at admission.
+        http_body::SizeHint::default()
+    }
+}
+
+/// A request the policy admitted, ready to send.
+struct Admitted {
+    request: reqwest::Request,
+    decided: Decided,
+}
+
+/// One call's HTTP hooks: what `wasi:http` asks the host while the call
+/// runs.
+pub(crate) struct CallHttp {
+    capabilities: SharedCapabilities,
+    deadline: Instant,
+    may_change: bool,
+    /// The credential this call's requests carry: the kind's, or a
+    /// candidate's (selection discovery, credential verification).
+    pub(crate) credential: Option<String>,
+}
+
+impl CallHttp {
+    /// Hooks for a call that ends by `deadline`.
+    pub(crate) fn new(
+        capabilities: SharedCapabilities,
+        deadline: Instant,
+        may_change: bool,
+    ) -> Self {
+        Self {
+            credential: capabilities.credential(),
+            capabilities,
+            deadline,
+            may_change,
+        }
+    }
+
+    /// The policy: the request as it will be sent, or why it is refused
+    /// (nothing is sent).
+    fn admit(
+        &self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+    ) -> Result<Admitted, HttpError> {
         let broker = &self.capabilities.http;
-        broker.note_call(&request.url);
+        let (mut head, body) = request.into_parts();
+        let target = head.uri.to_string();
+        broker.boundary.note_call("http", "send", &target);
+        let action = match head.method {
+            http::Method::GET => HttpAction::Get,
+            http::Method::POST => HttpAction::Post,
+            http::Method::PUT => HttpAction::Put,
+            http::Method::PATCH => HttpAction::Patch,
+            http::Method::DELETE => HttpAction::Delete,
+            _ => return Err(HttpError::HttpRequestDenied),
+        };
         // A call that may only read sends only GET.
-        if !matches!(request.method, Method::Get) && !self.scope.may_change() {
-            return Err(HttpError::Denied);
+        if action != HttpAction::Get && !self.may_change {
+            return Err(HttpError::HttpRequestDenied);
         }
-        broker
-            .send(request, self.credential.as_deref(), self.deadline)
-            .await
+        let url = reqwest::Url::parse(&target).map_err(|_| HttpError::HttpRequestDenied)?;
+        if target.len() > oac_contract::bounds::MAX_URL_BYTES || !broker.allowed(&url) {
+            return Err(HttpError::HttpRequestDenied);
+        }
+        // The transport sets `host` from the URL.
+        head.headers.remove(http::header::HOST);
+        if head.headers.keys().any(|name| is_reserved(name.as_str())) {
+            return Err(HttpError::HttpRequestDenied);
+        }
+        let length = match head.headers.get(http::header::CONTENT_LENGTH) {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(|text| text.parse::<usize>().ok())
+                    .ok_or(HttpError::HttpRequestDenied)?,
+            ),
+            None => None,
+        };
+        if length.is_some_and(|length| length > MAX_BODY_BYTES) {
+            return Err(HttpError::HttpRequestBodySize(length.map(|n| n as u64)));
+        }
+        self.fill_credential(&mut head.headers)?;
+        let decided = broker
+            .boundary
+            .decide(Action::Http(action), url.path(), false);
+        let body = http_body_util::Limited::new(
+            RequestBody(sync_wrapper::SyncWrapper::new(body)),
+            MAX_BODY_BYTES,
+        );
+        let mut request = reqwest::Request::new(head.method, url);
+        *request.headers_mut() = head.headers;
+        *request.body_mut() = Some(reqwest::Body::wrap(body));
+        Ok(Admitted { request, decided })
+    }
+
+    /// Replaces the `oac-credential*` markers with the credential header.
+    fn fill_credential(&self, headers: &mut http::HeaderMap) -> Result<(), HttpError> {
+        let mut marker = |name: &str| -> Result<Option<String>, HttpError> {
+            let values: Vec<_> = headers.get_all(name).iter().cloned().collect();
+            headers.remove(name);
+            match values.as_slice() {
+                [] => Ok(None),
+                [value] => value
+                    .to_str()
+                    .map(|text| Some(text.to_string()))
+                    .map_err(|_| HttpError::HttpRequestDenied),
+                _ => Err(HttpError::HttpRequestDenied),
+            }
+        };
+        let name = marker(CREDENTIAL_MARKER)?;
+        let prefix = marker(CREDENTIAL_PREFIX_MARKER)?;
+        let field = marker(CREDENTIAL_FIELD_MARKER)?;
+        let Some(name) = name else {
+            return if prefix.is_some() || field.is_some() {
+                Err(HttpError::HttpRequestDenied)
+            } else {
+                Ok(())
+            };
+        };
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| HttpError::HttpRequestDenied)?;
+        if is_reserved(name.as_str())
+            || name.as_str().starts_with(CREDENTIAL_MARKER)
+            || headers.contains_key(&name)
+        {
+            return Err(HttpError::HttpRequestDenied);
+        }
+        let credential = self
+            .credential
+            .as_deref()
+            .ok_or(HttpError::HttpRequestDenied)?;
+        let secret = match field {
+            None => credential.to_string(),
+            Some(field) => serde_json::from_str::<serde_json::Value>(credential)
+                .ok()
+                .and_then(|object| object.get(&field)?.as_str().map(str::to_string))
+                .ok_or(HttpError::HttpRequestDenied)?,
+        };
+        let mut value =
+            http::HeaderValue::from_str(&format!("{}{secret}", prefix.unwrap_or_default()))
+                .map_err(|_| HttpError::HttpRequestDenied)?;
+        // Kept out of any debug rendering of the request.
+        value.set_sensitive(true);
+        headers.insert(name, value);
+        Ok(())
     }
 }
 
-/// Links the `http` import.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    http::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+impl WasiHttpHooks for CallHttp {
+    fn forbidden_header_filter(&mut self) -> ForbiddenHeaderFilter {
+        Arc::new(|name| is_reserved(name.as_str()))
+    }
+
+    fn default_scheme(&mut self) -> Option<http::uri::Scheme> {
+        // A request names its scheme; the allowlist decides.
+        None
+    }
+
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<RequestOptions>,
+        _response_errors: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+                    ),
+                    HttpError,
+                >,
+            > + Send,
+    > {
+        let admitted = self.admit(request);
+        let capabilities = self.capabilities.clone();
+        let deadline = self.deadline;
+        Box::new(async move {
+            let response = capabilities.http.exchange(admitted?, deadline).await?;
+            let done: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
+                Box::new(async { Ok(()) });
+            Ok((response, done))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -243,45 +486,28 @@ mod tests {
         assert!(!allowed("http://127.0.0.1:9001/"));
     }
 
-    #[tokio::test]
-    async fn reserved_headers_are_denied_also_as_the_credential_header() {
-        let broker = HttpBroker::new(&["http://127.0.0.1:9".into()], "inst", Boundary::default())
-            .expect("client");
-        let request = |headers: Vec<(String, String)>, credential: Option<&str>| Request {
-            method: Method::Get,
-            url: "http://127.0.0.1:9/x".into(),
-            headers,
-            body: Vec::new(),
-            credential: credential.map(|name| http::CredentialHeader {
-                name: name.into(),
-                prefix: String::new(),
-            }),
-        };
-        let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        let mut refused: Vec<Request> = RESERVED_HEADERS
-            .iter()
-            .flat_map(|name| {
-                let shouted = name.to_ascii_uppercase();
-                [
-                    request(vec![(shouted.clone(), "x".into())], None),
-                    request(Vec::new(), Some(&shouted)),
-                ]
-            })
-            .collect();
-        refused.push(request(vec![("Host".into(), "elsewhere".into())], None));
-        for refused in refused {
-            let answer = broker.send(refused, Some("secret"), deadline).await;
-            assert!(matches!(answer, Err(HttpError::Denied)), "{answer:?}");
+    #[test]
+    fn reserved_headers_include_the_hop_by_hop_set_and_host() {
+        for name in RESERVED_HEADERS {
+            assert!(is_reserved(name));
+            assert!(is_reserved(&name.to_ascii_uppercase()));
         }
-        // The same request with an ordinary credential header is sent (and
-        // finds nothing listening).
-        let sent = broker
-            .send(
-                request(Vec::new(), Some("x-api-key")),
-                Some("secret"),
-                deadline,
-            )
-            .await;
-        assert!(matches!(sent, Err(HttpError::Unavailable)), "{sent:?}");
+        assert!(!is_reserved("x-api-key"));
+        assert!(!is_reserved("content-length"));
+        assert!(!is_reserved(CREDENTIAL_MARKER));
+    }
+
+    #[test]
+    fn a_mention_split_across_chunks_is_seen_once() {
+        let decided = Boundary::default().decide(Action::Http(HttpAction::Get), "/", false);
+        let mut scan = Scan::new("inst-1", Boundary::default(), decided);
+        scan.feed(b"{\"owner\":\"in");
+        assert!(!scan.shown);
+        scan.feed(b"st-1\"}");
+        assert!(scan.shown);
+        assert_eq!(
+            rewrite_installation(b"a inst-1 b inst-1", b"inst-1"),
+            b"a foreign-installation b foreign-installation".to_vec()
+        );
     }
 }

@@ -71,7 +71,7 @@ impl log::Host for CallState {
         let kind_credential = capabilities.credential();
         let secrets: Vec<&str> = kind_credential
             .iter()
-            .chain(&self.credential)
+            .chain(&self.http.credential)
             .chain(&self.secrets)
             .map(String::as_str)
             .collect();

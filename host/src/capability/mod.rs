@@ -74,7 +74,6 @@ pub(crate) fn add_to_linker(
     >(linker, |state| state)?;
     context::add_to_linker(linker)?;
     docker::imports::add_to_linker(linker)?;
-    http::add_to_linker(linker)?;
     log::add_to_linker(linker)?;
     receipts::add_to_linker(linker)
 }

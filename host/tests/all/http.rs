@@ -142,3 +142,210 @@ async fn a_batch_observation_sends_only_reads() {
     assert!(kind.observe(target, budget).await.is_ok());
     assert_eq!(*seen.lock().expect("lock"), vec!["/change".to_string()]);
 }
+
+/// What the policy server saw: each request's path and headers.
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>;
+
+/// A loopback server for the `wasi:http` policy: `/record` answers `ok`,
+/// `/big` a body one byte over the bound, `/stream` sends `first;`, then
+/// `second` only once `/release` has been requested.
+async fn policy_server() -> (String, Seen) {
+    use axum::response::IntoResponse;
+    let seen: Seen = Arc::default();
+    let released = Arc::new(tokio::sync::Notify::new());
+    let recorded = seen.clone();
+    let handler = move |request: axum::extract::Request| {
+        let recorded = recorded.clone();
+        let released = released.clone();
+        async move {
+            let path = request.uri().path().to_string();
+            let headers = request
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.to_string(),
+                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            recorded.lock().expect("lock").push((path.clone(), headers));
+            match path.as_str() {
+                "/big" => vec![b'x'; 8 * 1024 * 1024 + 1].into_response(),
+                "/release" => {
+                    released.notify_one();
+                    "released".into_response()
+                }
+                "/stream" => {
+                    let chunks = futures_util::stream::unfold(0, move |step| {
+                        let released = released.clone();
+                        async move {
+                            match step {
+                                0 => Some((Ok::<_, std::io::Error>("first;"), 1)),
+                                1 => {
+                                    released.notified().await;
+                                    Some((Ok("second"), 2))
+                                }
+                                _ => None,
+                            }
+                        }
+                    });
+                    axum::body::Body::from_stream(chunks).into_response()
+                }
+                _ => "ok".into_response(),
+            }
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, axum::Router::new().fallback(handler)).await;
+    });
+    (origin, seen)
+}
+
+/// What `http-fetch` (or `http-stream`) steered by `steering` answered, for
+/// a kind allowed `origin` holding `credential`.
+async fn fetch(origin: &str, credential: Option<&str>, steering: serde_json::Value) -> String {
+    let registration = Registration {
+        grants: Grants {
+            docker: false,
+            http_origins: vec![origin.to_string()],
+            receipts: false,
+        },
+        ..steerable("fetcher")
+    };
+    let mut binding = binding(None, steering);
+    binding.credential = credential.map(Into::into);
+    let host = load_one(registration, binding, Connect::Capabilities)
+        .await
+        .expect("host loads");
+    let allocation = Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    };
+    host.kind("fetcher")
+        .expect("a loaded kind")
+        .get_info(allocation, Budget::from_millis(10_000).expect("budget"))
+        .await
+        .expect("answered")
+        .provider_id
+        .expect("an outcome")
+}
+
+const CREDENTIAL: &str = r#"{"api_key":"key-0123456789","team":"t-1"}"#;
+
+#[tokio::test]
+async fn the_host_fills_in_the_credential_from_its_field_and_strips_the_markers() {
+    let (origin, seen) = policy_server().await;
+    let steering = |field: Option<&str>| {
+        json!({"action": "http-fetch", "url": format!("{origin}/record"),
+               "credential_header": "X-API-Key", "credential_field": field})
+    };
+    assert_eq!(
+        fetch(&origin, Some(CREDENTIAL), steering(Some("api_key"))).await,
+        "200:ok"
+    );
+    assert_eq!(
+        fetch(&origin, Some(CREDENTIAL), steering(None)).await,
+        "200:ok"
+    );
+    let seen = seen.lock().expect("lock").clone();
+    let header = |index: usize, name: &str| {
+        seen[index]
+            .1
+            .iter()
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(header(0, "x-api-key"), vec!["key-0123456789".to_string()]);
+    assert_eq!(
+        header(1, "x-api-key"),
+        vec![CREDENTIAL.to_string()],
+        "without a field, the whole credential"
+    );
+    for (_, headers) in &seen {
+        assert!(
+            headers.iter().all(|(name, _)| !name.starts_with("oac-")),
+            "the markers never reach the wire: {headers:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_credential_the_host_cannot_fill_in_sends_nothing() {
+    let (origin, seen) = policy_server().await;
+    let url = format!("{origin}/record");
+    for (credential, field) in [
+        (Some(CREDENTIAL), Some("missing")),
+        (Some("not-json"), Some("api_key")),
+        (None, None),
+    ] {
+        let steering = json!({"action": "http-fetch", "url": url,
+                              "credential_header": "x-api-key", "credential_field": field});
+        assert_eq!(
+            fetch(&origin, credential, steering).await,
+            "error:Denied",
+            "{credential:?} {field:?}"
+        );
+    }
+    assert!(seen.lock().expect("lock").is_empty(), "nothing sent");
+}
+
+#[tokio::test]
+async fn reserved_headers_are_denied_also_as_the_credential_header() {
+    let (origin, seen) = policy_server().await;
+    let url = format!("{origin}/record");
+    for name in [
+        "Host",
+        "Connection",
+        "Keep-Alive",
+        "Transfer-Encoding",
+        "TE",
+        "Trailer",
+        "Upgrade",
+        "Expect",
+        "Proxy-Authorization",
+        "Proxy-Connection",
+    ] {
+        let as_header = json!({"action": "http-fetch", "url": url, "headers": [[name, "x"]]});
+        assert_eq!(
+            fetch(&origin, Some(CREDENTIAL), as_header).await,
+            "error:Denied",
+            "{name} as a header"
+        );
+        let as_credential = json!({"action": "http-fetch", "url": url, "credential_header": name});
+        assert_eq!(
+            fetch(&origin, Some(CREDENTIAL), as_credential).await,
+            "error:Denied",
+            "{name} as the credential header"
+        );
+    }
+    assert!(seen.lock().expect("lock").is_empty(), "nothing sent");
+}
+
+#[tokio::test]
+async fn a_streamed_response_stays_open_while_another_request_is_sent() {
+    let (origin, seen) = policy_server().await;
+    let steering = json!({"action": "http-stream", "url": format!("{origin}/stream"),
+                          "release_url": format!("{origin}/release")});
+    assert_eq!(fetch(&origin, None, steering).await, "200:first;second");
+    let paths: Vec<String> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(path, _)| path.clone())
+        .collect();
+    assert_eq!(paths, ["/stream", "/release"]);
+}
+
+#[tokio::test]
+async fn a_response_body_over_the_bound_is_too_large() {
+    let (origin, _) = policy_server().await;
+    let steering = json!({"action": "http-fetch", "url": format!("{origin}/big")});
+    assert_eq!(fetch(&origin, None, steering).await, "error:TooLarge");
+}

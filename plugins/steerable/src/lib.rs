@@ -25,6 +25,10 @@
 //! `discovery-mismatch` break the configuration rules the host checks at
 //! load; `credential-required` (a valid declaration) requires a credential.
 //!
+//! `http-fetch` and `http-stream` answer a GET's status and body (or the
+//! error), the second holding its response open while it sends another
+//! request.
+//!
 //! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`).
 //!
 //! The declaration `observing` declares `observe` and `observe-batch`
@@ -75,6 +79,12 @@ struct Steering {
     cold_start: bool,
     /// The header `http-get` asks the host to fill the credential into.
     credential_header: Option<String>,
+    /// `http-fetch` and `http-stream`: the credential object's field to
+    /// fill in, extra request headers, and the URL `http-stream` sends to
+    /// while its response is open.
+    credential_field: Option<String>,
+    headers: Vec<(String, String)>,
+    release_url: Option<String>,
     /// Receipt actions (see `receipts.rs`).
     receipt_key: Option<String>,
     receipt_value: Option<String>,
@@ -94,16 +104,51 @@ fn steered_request(steering: &Steering, method: http::Method) -> Result<u16, Err
     request.credential = steering
         .credential_header
         .clone()
-        .map(|name| http::CredentialHeader {
-            name,
-            prefix: String::new(),
-        });
+        .map(http::CredentialHeader::new);
     http::send(&request)
         .map(|response| response.status)
         .map_err(|error| match error {
             http::HttpError::Denied => Error::Invalid,
             _ => Error::ComputeUnconfirmed,
         })
+}
+
+/// `http-fetch`: a GET of `url` with the steered headers and credential,
+/// answered as `<status>:<body>` or `error:<name>`. `http-stream` opens the
+/// response, sends a GET to `release_url` while it is open, then reads the
+/// streamed body to its end.
+fn fetched(steering: &Steering) -> String {
+    let mut request =
+        http::Request::new(http::Method::Get, steering.url.clone().unwrap_or_default());
+    request.headers = steering.headers.clone();
+    request.credential = steering.credential_header.clone().map(|name| {
+        let header = http::CredentialHeader::new(name);
+        match &steering.credential_field {
+            Some(field) => header.field(field),
+            None => header,
+        }
+    });
+    let answer = (|| -> Result<String, http::HttpError> {
+        let mut streaming = http::open(&request)?;
+        if steering.action == "http-stream" {
+            let release = http::Request::new(
+                http::Method::Get,
+                steering.release_url.clone().unwrap_or_default(),
+            );
+            http::send(&release)?;
+        }
+        let mut body = Vec::new();
+        while let Some(bytes) = streaming.read()? {
+            body.extend_from_slice(&bytes);
+        }
+        let shown = if body.len() > 64 {
+            format!("{} bytes", body.len())
+        } else {
+            String::from_utf8_lossy(&body).into_owned()
+        };
+        Ok(format!("{}:{shown}", streaming.status()))
+    })();
+    answer.unwrap_or_else(|error| format!("error:{error:?}"))
 }
 
 /// One volume mount of a steered container spec.
@@ -405,6 +450,7 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             let status = steered_get(&steering)?;
             Ok(info(allocation, Some(status.to_string())))
         }
+        "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(&steering)))),
         "log-flood" => {
             for _ in 0..10_000 {
                 log::emit(
