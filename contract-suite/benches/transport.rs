@@ -112,6 +112,7 @@ impl Fixture {
             configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
             credential: None,
             receipts: None,
+            http_test_network: None,
             hook: None,
         };
         let host = Host::load(

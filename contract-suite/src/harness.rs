@@ -150,6 +150,7 @@ impl Harness {
                     Vec::new()
                 },
                 receipts: false,
+                http_endpoint: None,
             },
             policy: Policy {
                 default_budget_ms: target.budget_ms,
@@ -179,6 +180,7 @@ impl Harness {
             configuration,
             credential: None,
             receipts: None,
+            http_test_network: None,
             hook: Some(recorder.clone()),
         };
         let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;

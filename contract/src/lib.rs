@@ -8,6 +8,8 @@
 
 #![no_std]
 
+pub mod endpoint;
+
 /// The contract version (the WIT package version).
 pub const VERSION: &str = "0.3.0";
 /// The WIT package every interface belongs to.

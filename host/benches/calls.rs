@@ -52,6 +52,7 @@ async fn load_steered(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Hos
                 configuration: configuration.clone(),
                 credential: None,
                 receipts: None,
+                http_test_network: None,
                 hook: None,
             };
             (kind.to_string(), binding)

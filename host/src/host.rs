@@ -49,6 +49,14 @@ pub enum HostError {
     /// The HTTP client of a kind could not be created (TLS setup).
     #[error("kind `{0}`: the HTTP client could not be created")]
     Http(String),
+    /// A kind's configuration names an endpoint the rule refuses.
+    #[error("kind `{kind}`: configuration {field} is not an allowed endpoint")]
+    Endpoint {
+        /// The kind.
+        kind: String,
+        /// The field(s) at fault.
+        field: &'static str,
+    },
     /// A kind that requires a credential was given none (a direct kind's
     /// `credential_file`, or the binding Core builds).
     #[error("kind `{0}` requires a credential and has none")]
@@ -75,10 +83,22 @@ fn capabilities(
     binding: &NodeBinding,
     docker: Option<DockerBroker>,
 ) -> Result<SharedCapabilities, HostError> {
+    let endpoint = registration
+        .grants
+        .http_endpoint
+        .as_ref()
+        .map(|grant| grant.resolve(&binding.configuration))
+        .transpose()
+        .map_err(|error| HostError::Endpoint {
+            kind: registration.kind.clone(),
+            field: error.field(),
+        })?;
     let http = HttpBroker::new(
         &registration.grants.http_origins,
+        endpoint,
         &binding.installation_id,
         Boundary::new(binding.hook.clone()),
+        binding.http_test_network.as_ref(),
     )
     .map_err(|_| HostError::Http(registration.kind.clone()))?;
     let receipts = binding

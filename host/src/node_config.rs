@@ -335,6 +335,7 @@ impl NodeConfig {
                 configuration,
                 credential,
                 receipts: receipts.clone().filter(|_| registration.grants.receipts),
+                http_test_network: None,
                 hook: None,
             };
             registry::validate_node_binding(registration, &binding)?;

@@ -34,6 +34,49 @@ pub struct Grants {
     pub http_origins: Vec<String>,
     /// The durable receipt store (the binding supplies it).
     pub receipts: bool,
+    /// HTTP origins the kind's configuration names.
+    pub http_endpoint: Option<EndpointGrant>,
+}
+
+/// HTTP origins a kind's configuration names: a vendor's API URL and the
+/// domain its sandboxes are reached under (E2B's `api_url` and `domain`),
+/// under [`oac_contract::endpoint`]'s rule. The API origin and every
+/// `https://` host within the domain (default port) are allowed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EndpointGrant {
+    /// Configuration key of the API URL, e.g. `api_url`.
+    pub api_url_key: String,
+    /// Configuration key of the domain, e.g. `domain`.
+    pub domain_key: String,
+    /// The API URL when the configuration gives neither.
+    pub default_api_url: String,
+    /// The domain when the configuration gives neither.
+    pub default_domain: String,
+}
+
+impl EndpointGrant {
+    /// The endpoint `configuration` names, or the defaults: `(api_url,
+    /// domain)`. A key that is present but not a string is refused.
+    pub fn resolve(
+        &self,
+        configuration: &serde_json::Value,
+    ) -> Result<(String, String), oac_contract::endpoint::EndpointError> {
+        use oac_contract::endpoint::EndpointError;
+        let text = |key: &str, error| match configuration.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(""),
+            Some(serde_json::Value::String(text)) => Ok(text.as_str()),
+            Some(_) => Err(error),
+        };
+        let api_url = text(&self.api_url_key, EndpointError::ApiUrl)?;
+        let domain = text(&self.domain_key, EndpointError::Domain)?;
+        let (api_url, domain) = oac_contract::endpoint::resolve(
+            api_url,
+            domain,
+            &self.default_api_url,
+            &self.default_domain,
+        )?;
+        Ok((api_url.to_string(), domain.to_string()))
+    }
 }
 
 /// Resource bounds for every call of the kind.
@@ -99,6 +142,7 @@ pub fn builtin() -> Vec<Registration> {
                 docker: true,
                 http_origins: Vec::new(),
                 receipts: false,
+                http_endpoint: None,
             },
             policy: Policy {
                 default_budget_ms: 60_000,
@@ -118,6 +162,7 @@ pub fn builtin() -> Vec<Registration> {
                 docker: true,
                 http_origins: Vec::new(),
                 receipts: false,
+                http_endpoint: None,
             },
             policy: Policy::default(),
             node_artifacts: Vec::new(),
@@ -134,6 +179,7 @@ pub fn builtin() -> Vec<Registration> {
                 docker: false,
                 http_origins: Vec::new(),
                 receipts: true,
+                http_endpoint: None,
             },
             policy: Policy::default(),
             node_artifacts: Vec::new(),
@@ -159,6 +205,8 @@ pub struct NodeBinding {
     pub credential: Option<String>,
     /// The durable receipt store, for kinds granted receipts.
     pub receipts: Option<crate::capability::receipts::ReceiptStore>,
+    /// A test network for TLS fixtures (`None` in production).
+    pub http_test_network: Option<crate::capability::http::TestNetwork>,
     /// Sees every native request of this binding and may inject faults
     /// (the contract suite's instrument; `None` in production).
     pub hook: Option<std::sync::Arc<dyn crate::capability::boundary::NativeHook>>,
@@ -176,6 +224,7 @@ impl std::fmt::Debug for NodeBinding {
                 &self.credential.as_ref().map(|_| "[redacted]"),
             )
             .field("receipts", &self.receipts)
+            .field("http_test_network", &self.http_test_network)
             .field("hook", &self.hook)
             .finish()
     }
@@ -270,6 +319,11 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
         .any(|origin| parse_origin(origin).is_none())
     {
         return invalid("grants.http_origins");
+    }
+    if let Some(endpoint) = &registration.grants.http_endpoint
+        && endpoint.resolve(&serde_json::json!({})).is_err()
+    {
+        return invalid("grants.http_endpoint");
     }
     let policy = &registration.policy;
     if crate::Budget::from_millis(policy.default_budget_ms).is_err() {
@@ -407,6 +461,47 @@ mod tests {
     }
 
     #[test]
+    fn an_endpoint_grant_resolves_the_configuration_or_its_defaults() {
+        let grant = EndpointGrant {
+            api_url_key: "api_url".into(),
+            domain_key: "domain".into(),
+            default_api_url: "https://api.e2b.app".into(),
+            default_domain: "e2b.app".into(),
+        };
+        let resolved = |configuration| grant.resolve(&configuration).map_err(|e| e.field());
+        assert_eq!(
+            resolved(serde_json::json!({"template": "t"})),
+            Ok(("https://api.e2b.app".into(), "e2b.app".into()))
+        );
+        assert_eq!(
+            resolved(serde_json::json!({"api_url": "https://api.x.dev", "domain": "x.dev"})),
+            Ok(("https://api.x.dev".into(), "x.dev".into()))
+        );
+        assert_eq!(
+            resolved(serde_json::json!({"api_url": "https://api.x.dev"})),
+            Err("api_url and domain")
+        );
+        assert_eq!(
+            resolved(serde_json::json!({"api_url": 7, "domain": "x.dev"})),
+            Err("api_url")
+        );
+        let bad_default = Registration {
+            mode: Mode::Direct,
+            grants: Grants {
+                docker: false,
+                http_origins: Vec::new(),
+                receipts: false,
+                http_endpoint: Some(EndpointGrant {
+                    default_domain: "localhost".into(),
+                    ..grant.clone()
+                }),
+            },
+            ..row()
+        };
+        assert_eq!(field_error(&bad_default), Some("grants.http_endpoint"));
+    }
+
+    #[test]
     fn builtin_table_is_valid() {
         assert_eq!(validate_table(&builtin()), Ok(()));
     }
@@ -477,6 +572,7 @@ mod tests {
                         docker: true,
                         http_origins: vec!["http://vendor.example".into()],
                         receipts: false,
+                        http_endpoint: None,
                     },
                     ..row()
                 },
@@ -488,6 +584,7 @@ mod tests {
                         docker: true,
                         http_origins: vec!["https://vendor.example/path".into()],
                         receipts: false,
+                        http_endpoint: None,
                     },
                     ..row()
                 },
@@ -594,6 +691,7 @@ mod tests {
             configuration: serde_json::json!({}),
             credential: None,
             receipts: None,
+            http_test_network: None,
             hook: None,
         };
         assert_eq!(validate_node_binding(&registration, &good), Ok(()));

@@ -72,46 +72,93 @@ fn is_reserved(name: &str) -> bool {
             .any(|forbidden| forbidden.as_str() == name)
 }
 
+/// A private test network for fixtures that speak TLS under a test domain:
+/// the client trusts only `root_certificate_pem` and resolves every name to
+/// `address`. Never set in production (no configuration file has it).
+#[derive(Clone, Debug)]
+pub struct TestNetwork {
+    /// The test CA's certificate (PEM).
+    pub root_certificate_pem: Vec<u8>,
+    /// Where every name resolves.
+    pub address: std::net::SocketAddr,
+}
+
+/// Resolves every name to one address (a [`TestNetwork`]).
+struct ResolveAll(std::net::SocketAddr);
+
+impl reqwest::dns::Resolve for ResolveAll {
+    fn resolve(&self, _: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let address = self.0;
+        Box::pin(async move {
+            let addresses: reqwest::dns::Addrs = Box::new(std::iter::once(address));
+            Ok(addresses)
+        })
+    }
+}
+
 /// The HTTP broker of one kind: its client and allowed origins.
 #[derive(Clone)]
 pub(crate) struct HttpBroker {
     client: reqwest::Client,
     origins: Arc<[reqwest::Url]>,
+    /// Every `https://` host within this domain (default port) is allowed.
+    domain: Option<String>,
     installation: String,
     boundary: Boundary,
 }
 
 impl HttpBroker {
-    /// A broker for the registered origins (already validated).
+    /// A broker for the registered origins (already validated) and the
+    /// configured endpoint `(api_url, domain)` (already resolved).
     pub fn new(
         origins: &[String],
+        endpoint: Option<(String, String)>,
         installation: &str,
         boundary: Boundary,
+        test_network: Option<&TestNetwork>,
     ) -> Result<Self, reqwest::Error> {
         // No redirect is followed and no proxy is taken from the
         // environment: a request goes to the allowed origin it names, once.
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()?;
-        let origins = origins
+            .no_proxy();
+        if let Some(network) = test_network {
+            let certificate = reqwest::Certificate::from_pem(&network.root_certificate_pem)?;
+            builder = builder
+                .tls_certs_only([certificate])
+                .dns_resolver(Arc::new(ResolveAll(network.address)));
+        }
+        let client = builder.build()?;
+        let mut origins: Vec<reqwest::Url> = origins
             .iter()
             .filter_map(|origin| crate::registry::parse_origin(origin))
             .collect();
+        let mut domain = None;
+        if let Some((api_url, within)) = endpoint {
+            origins.extend(reqwest::Url::parse(&api_url).ok());
+            domain = Some(within);
+        }
         Ok(Self {
             client,
-            origins,
+            origins: origins.into(),
+            domain,
             installation: installation.to_string(),
             boundary,
         })
     }
 
     fn allowed(&self, url: &reqwest::Url) -> bool {
-        self.origins
+        let listed = self
+            .origins
             .iter()
-            .any(|origin| origin.origin() == url.origin())
-            && url.username().is_empty()
-            && url.password().is_none()
+            .any(|origin| origin.origin() == url.origin());
+        let within = self.domain.as_deref().is_some_and(|domain| {
+            url.scheme() == "https"
+                && url.port().is_none()
+                && matches!(url.host(), Some(url::Host::Domain(host))
+                    if oac_contract::endpoint::is_within(host, domain))
+        });
+        (listed || within) && url.username().is_empty() && url.password().is_none()
     }
 
     /// Sends an admitted request within `deadline`: its response head now,
@@ -471,8 +518,10 @@ mod tests {
                 "https://api.vendor.example".into(),
                 "http://127.0.0.1:9000".into(),
             ],
+            None,
             "inst",
             Boundary::default(),
+            None,
         )
         .expect("client");
         let allowed = |url: &str| broker.allowed(&reqwest::Url::parse(url).expect("test url"));
@@ -484,6 +533,34 @@ mod tests {
         assert!(!allowed("https://api.vendor.example.evil.example/"));
         assert!(!allowed("https://user:pw@api.vendor.example/"));
         assert!(!allowed("http://127.0.0.1:9001/"));
+    }
+
+    #[test]
+    fn a_configured_endpoint_allows_its_api_and_https_hosts_within_its_domain() {
+        let broker = HttpBroker::new(
+            &[],
+            Some(("https://api.sbx.example".into(), "sbx.example".into())),
+            "inst",
+            Boundary::default(),
+            None,
+        )
+        .expect("client");
+        let allowed = |url: &str| broker.allowed(&reqwest::Url::parse(url).expect("test url"));
+        assert!(allowed("https://api.sbx.example/sandboxes"));
+        assert!(allowed(
+            "https://49983-i1.sbx.example/process.Process/Start"
+        ));
+        assert!(allowed("https://sbx.example/"));
+        assert!(allowed("https://A.SBX.EXAMPLE/"), "URLs are lowercased");
+        assert!(!allowed("http://49983-i1.sbx.example/"), "https only");
+        assert!(
+            !allowed("https://49983-i1.sbx.example:8443/"),
+            "default port only"
+        );
+        assert!(!allowed("https://evilsbx.example/"));
+        assert!(!allowed("https://sbx.example.evil.example/"));
+        assert!(!allowed("https://u@i1.sbx.example/"));
+        assert!(!allowed("https://127.0.0.1/"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 pub mod boundary;
 mod context;
 pub mod docker;
-pub(crate) mod http;
+pub mod http;
 pub(crate) mod log;
 pub mod receipts;
 pub(crate) mod scope;

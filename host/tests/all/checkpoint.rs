@@ -54,6 +54,7 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
                 docker: false,
                 http_origins: vec![vendor.origin()],
                 receipts: false,
+                http_endpoint: None,
             },
             ..steerable(kind)
         })

@@ -73,6 +73,7 @@ async fn load(
             docker: false,
             http_origins: vec![origin.to_string()],
             receipts: false,
+            http_endpoint: None,
         },
         ..steerable("configured")
     };

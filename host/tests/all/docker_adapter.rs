@@ -71,6 +71,7 @@ async fn load_docker(
         configuration,
         credential: None,
         receipts: None,
+        http_test_network: None,
         hook: None,
     };
     let bindings = BTreeMap::from([("docker".to_string(), binding)]);

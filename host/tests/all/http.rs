@@ -43,6 +43,7 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Erro
             docker: false,
             http_origins: vec![allowed.to_string()],
             receipts: false,
+            http_endpoint: None,
         },
         ..steerable("fetcher")
     };
@@ -111,6 +112,7 @@ async fn a_batch_observation_sends_only_reads() {
             docker: false,
             http_origins: vec![origin.clone()],
             receipts: false,
+            http_endpoint: None,
         },
         ..steerable("observer")
     };
@@ -214,6 +216,7 @@ async fn fetch(origin: &str, credential: Option<&str>, steering: serde_json::Val
             docker: false,
             http_origins: vec![origin.to_string()],
             receipts: false,
+            http_endpoint: None,
         },
         ..steerable("fetcher")
     };

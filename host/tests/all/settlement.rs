@@ -71,6 +71,7 @@ impl Docker {
             configuration: json!({}),
             credential: None,
             receipts: None,
+            http_test_network: None,
             hook,
         };
         let bindings = BTreeMap::from([("docker".to_string(), binding)]);

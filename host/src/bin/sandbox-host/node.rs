@@ -112,6 +112,7 @@ impl NodeArgs {
                         .unwrap_or_else(|| json!({})),
                     credential: credentials.remove(&registration.kind),
                     receipts: receipts.clone().filter(|_| registration.grants.receipts),
+                    http_test_network: None,
                     hook: None,
                 };
                 (registration.kind, binding)

@@ -119,6 +119,7 @@ pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> Nod
         configuration,
         credential: None,
         receipts: None,
+        http_test_network: None,
         hook: None,
     }
 }
