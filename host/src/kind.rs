@@ -17,6 +17,7 @@ use crate::turns::Turns;
 use oac_contract::bounds::MAX_BATCH_TARGETS;
 use oac_contract::{Interface, Operation};
 use oac_provider_api::Budget;
+use oac_provider_api::police::Evidence;
 use oac_provider_api::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
 use oac_provider_api::types::*;
 use oac_provider_api::{input, police};
@@ -289,6 +290,15 @@ impl Kind {
     }
 }
 
+/// A call's answer and what its settlement claim may rest on (a call that
+/// ended without an answer claims nothing).
+fn with_evidence<T>(raw: Result<(T, Evidence), Error>) -> (Result<T, Error>, Evidence) {
+    match raw {
+        Ok((answer, evidence)) => (Ok(answer), evidence),
+        Err(error) => (Err(error), Evidence::Answer),
+    }
+}
+
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
 impl SandboxProvider for Kind {
     type Checkpoint<'a> = &'a Kind;
@@ -318,7 +328,9 @@ impl SandboxProvider for Kind {
                 })
             })
             .await;
-        self.finish(raw, |a| police::mutation(Operation::Create, a, &allocation))
+        self.finish(raw, |a| {
+            police::mutation(Operation::Create, a, &allocation, Evidence::Answer)
+        })
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
@@ -326,13 +338,16 @@ impl SandboxProvider for Kind {
         let raw = self
             .invoke(Operation::GetInfo, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
-                    p.oac_sandbox_provider_sandbox_provider()
-                        .call_get_info(s, &input)
-                        .await
+                    let answer = p
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_get_info(&mut *s, &input)
+                        .await?;
+                    Ok((answer, s.data().evidence))
                 })
             })
             .await;
-        self.finish(raw, |a| police::read(a, &allocation))
+        let (raw, evidence) = with_evidence(raw);
+        self.finish(raw, |a| police::read(a, &allocation, evidence))
     }
 
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
@@ -340,13 +355,18 @@ impl SandboxProvider for Kind {
         let raw = self
             .invoke(Operation::Renew, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
-                    p.oac_sandbox_provider_sandbox_provider()
-                        .call_renew(s, &input)
-                        .await
+                    let answer = p
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_renew(&mut *s, &input)
+                        .await?;
+                    Ok((answer, s.data().evidence))
                 })
             })
             .await;
-        self.finish(raw, |a| police::mutation(Operation::Renew, a, &allocation))
+        let (raw, evidence) = with_evidence(raw);
+        self.finish(raw, |a| {
+            police::mutation(Operation::Renew, a, &allocation, evidence)
+        })
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
@@ -354,13 +374,18 @@ impl SandboxProvider for Kind {
         let raw = self
             .invoke(Operation::Kill, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
-                    p.oac_sandbox_provider_sandbox_provider()
-                        .call_kill(s, &input)
-                        .await
+                    let answer = p
+                        .oac_sandbox_provider_sandbox_provider()
+                        .call_kill(&mut *s, &input)
+                        .await?;
+                    Ok((answer, s.data().evidence))
                 })
             })
             .await;
-        self.finish(raw, |a| police::mutation(Operation::Kill, a, &allocation))
+        let (raw, evidence) = with_evidence(raw);
+        self.finish(raw, |a| {
+            police::mutation(Operation::Kill, a, &allocation, evidence)
+        })
     }
 
     async fn run_command(

@@ -24,6 +24,9 @@ pub(crate) struct CallState {
     /// credential).
     http_ctx: wasmtime_wasi_http::WasiHttpCtx,
     pub(crate) http: crate::capability::http::CallHttp,
+    /// What a settlement claim of this call's answer may rest on: a durable
+    /// receipt of its allocation once the call has read one.
+    pub(crate) evidence: oac_provider_api::police::Evidence,
     /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
     pub(crate) logged: u32,
 }
@@ -59,6 +62,7 @@ impl CallState {
             scope,
             capabilities,
             secrets: Vec::new(),
+            evidence: oac_provider_api::police::Evidence::Answer,
             logged: 0,
         }
     }

@@ -18,12 +18,31 @@ pub fn unknown(operation: Operation) -> Error {
     Error::unknown(operation.unknown())
 }
 
-/// Whether an answer of `operation` may claim `create-settled`. In contract
-/// 0.2 only Create's own answer can: it is the original Create, and when it
-/// answers it has ended. An observation (GetInfo, Renew) or a Kill cannot
-/// know that a Create it did not run can no longer change resources.
-pub fn may_claim_settlement(operation: Operation) -> bool {
+/// What a settlement claim of an answer rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// Nothing but the answer itself: only Create's own answer may claim
+    /// `create-settled` (it is the original Create, and when it answers it
+    /// has ended).
+    Answer,
+    /// A durable receipt of the allocation, read in the same call (a kind
+    /// granted the `receipts` capability, and the host saw the read): a
+    /// receipt written when the Create ended proves it ended, so GetInfo,
+    /// Renew and Kill may claim settlement too.
+    Receipt,
+}
+
+/// Whether an answer of `operation` resting on `evidence` may claim
+/// `create-settled`. An observation or a Kill alone cannot know that a
+/// Create it did not run can no longer change resources; with a durable
+/// receipt of that Create's end, it can.
+pub fn may_claim_settlement(operation: Operation, evidence: Evidence) -> bool {
     operation == Operation::Create
+        || (evidence == Evidence::Receipt
+            && matches!(
+                operation,
+                Operation::GetInfo | Operation::Renew | Operation::Kill
+            ))
 }
 
 /// True when `info` is settlement evidence about exactly `allocation`:
@@ -48,12 +67,22 @@ fn names_its_compute(info: &Info) -> bool {
 /// - Kill: confirmed absence (it names the removed compute or nothing);
 /// - otherwise: present compute with its native id, or an exact
 ///   settled-absence receipt.
-pub fn is_consistent_success(operation: Operation, info: &Info, allocation: &Reference) -> bool {
-    if info.reference != *allocation || (info.create_settled && !may_claim_settlement(operation)) {
+pub fn is_consistent_success(
+    operation: Operation,
+    info: &Info,
+    allocation: &Reference,
+    evidence: Evidence,
+) -> bool {
+    if info.reference != *allocation
+        || (info.create_settled && !may_claim_settlement(operation, evidence))
+    {
         return false;
     }
     match (operation, info.state) {
-        (Operation::Kill, state) => state == LifecycleState::Absent,
+        // A settled Kill is an exact settled-absence receipt.
+        (Operation::Kill, state) => {
+            state == LifecycleState::Absent && (!info.create_settled || info.provider_id.is_none())
+        }
         (_, LifecycleState::Absent) => info.create_settled && info.provider_id.is_none(),
         _ => names_its_compute(info),
     }
@@ -71,9 +100,13 @@ pub fn answer<T>(operation: Operation, answer: Result<T, Error>) -> Result<T, Er
 /// `get-info`: a success that is not [consistent](is_consistent_success)
 /// (another allocation's, claiming settlement, present without an id) is
 /// unknown.
-pub fn read(answer: Result<Info, Error>, allocation: &Reference) -> Result<Info, Error> {
+pub fn read(
+    answer: Result<Info, Error>,
+    allocation: &Reference,
+    evidence: Evidence,
+) -> Result<Info, Error> {
     match self::answer(Operation::GetInfo, answer) {
-        Ok(info) if !is_consistent_success(Operation::GetInfo, &info, allocation) => {
+        Ok(info) if !is_consistent_success(Operation::GetInfo, &info, allocation, evidence) => {
             Err(Error::ComputeUnconfirmed)
         }
         other => other,
@@ -82,15 +115,17 @@ pub fn read(answer: Result<Info, Error>, allocation: &Reference) -> Result<Info,
 
 /// `create`, `renew`, `kill`: a success that is not
 /// [consistent](is_consistent_success) is unknown; a failure keeps only
-/// exact-reference settlement evidence, and only from Create.
+/// exact-reference settlement evidence, and only where the operation may
+/// claim it ([`may_claim_settlement`]).
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
 pub fn mutation(
     operation: Operation,
     answer: Result<Info, Failure>,
     allocation: &Reference,
+    evidence: Evidence,
 ) -> Result<Info, Failure> {
     match answer {
-        Ok(info) if !is_consistent_success(operation, &info, allocation) => {
+        Ok(info) if !is_consistent_success(operation, &info, allocation, evidence) => {
             Err(Error::ComputeUnconfirmed.into())
         }
         Ok(info) => Ok(info),
@@ -101,7 +136,8 @@ pub fn mutation(
         Err(Failure { error, info }) => Err(Failure {
             error,
             info: info.filter(|info| {
-                may_claim_settlement(operation) && is_settlement_evidence(info, allocation)
+                may_claim_settlement(operation, evidence)
+                    && is_settlement_evidence(info, allocation)
             }),
         }),
     }
@@ -314,7 +350,7 @@ mod tests {
                 error: Error::Exists,
                 info: Some(info.clone()),
             };
-            mutation(Operation::Create, Err(failure), &own)
+            mutation(Operation::Create, Err(failure), &own, Evidence::Answer)
                 .expect_err("a failure")
                 .info
                 .is_some()
@@ -343,11 +379,16 @@ mod tests {
     fn answers_about_another_allocation_are_not_evidence() {
         let running = info("b", LifecycleState::Running, Some("id"), true);
         assert_eq!(
-            read(Ok(running.clone()), &reference("a")),
+            read(Ok(running.clone()), &reference("a"), Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         assert_eq!(
-            mutation(Operation::Renew, Ok(running), &reference("a")),
+            mutation(
+                Operation::Renew,
+                Ok(running),
+                &reference("a"),
+                Evidence::Answer
+            ),
             Err(Error::ComputeUnconfirmed.into())
         );
     }
@@ -357,18 +398,26 @@ mod tests {
         let own = reference("a");
         let running = |settled| info("a", LifecycleState::Running, Some("id"), settled);
         assert_eq!(
-            mutation(Operation::Create, Ok(running(true)), &own),
+            mutation(Operation::Create, Ok(running(true)), &own, Evidence::Answer),
             Ok(running(true))
         );
-        assert_eq!(read(Ok(running(false)), &own), Ok(running(false)));
         assert_eq!(
-            read(Ok(running(true)), &own),
+            read(Ok(running(false)), &own, Evidence::Answer),
+            Ok(running(false))
+        );
+        assert_eq!(
+            read(Ok(running(true)), &own, Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         for operation in [Operation::Renew, Operation::Kill] {
             let settled_absence = info("a", LifecycleState::Absent, None, true);
             assert_eq!(
-                mutation(operation, Ok(settled_absence.clone()), &own),
+                mutation(
+                    operation,
+                    Ok(settled_absence.clone()),
+                    &own,
+                    Evidence::Answer
+                ),
                 Err(Error::ComputeUnconfirmed.into()),
                 "{operation:?}"
             );
@@ -377,10 +426,75 @@ mod tests {
                 info: Some(settled_absence),
             };
             assert_eq!(
-                mutation(operation, Err(failure), &own),
+                mutation(operation, Err(failure), &own, Evidence::Answer),
                 Err(Error::ComputeUnconfirmed.into()),
                 "{operation:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_durable_receipt_lets_get_info_renew_and_kill_claim_settlement() {
+        let own = reference("a");
+        let settled_absence = info("a", LifecycleState::Absent, None, true);
+        let running = info("a", LifecycleState::Running, Some("id"), true);
+        assert_eq!(
+            read(Ok(settled_absence.clone()), &own, Evidence::Receipt),
+            Ok(settled_absence.clone())
+        );
+        assert_eq!(
+            read(Ok(running.clone()), &own, Evidence::Receipt),
+            Ok(running.clone())
+        );
+        assert_eq!(
+            mutation(
+                Operation::Renew,
+                Ok(running.clone()),
+                &own,
+                Evidence::Receipt
+            ),
+            Ok(running.clone())
+        );
+        assert_eq!(
+            mutation(
+                Operation::Kill,
+                Ok(settled_absence.clone()),
+                &own,
+                Evidence::Receipt
+            ),
+            Ok(settled_absence.clone())
+        );
+        let failure = Failure {
+            error: Error::NotFound,
+            info: Some(settled_absence.clone()),
+        };
+        assert_eq!(
+            mutation(
+                Operation::Kill,
+                Err(failure.clone()),
+                &own,
+                Evidence::Receipt
+            ),
+            Err(failure)
+        );
+        // Still exact: a settled Kill names nothing, and another
+        // allocation's receipt is no evidence.
+        let settled_with_id = info("a", LifecycleState::Absent, Some("id"), true);
+        assert_eq!(
+            mutation(
+                Operation::Kill,
+                Ok(settled_with_id),
+                &own,
+                Evidence::Receipt
+            ),
+            Err(Error::ComputeUnconfirmed.into())
+        );
+        assert_eq!(
+            read(Ok(settled_absence), &reference("b"), Evidence::Receipt),
+            Err(Error::ComputeUnconfirmed)
+        );
+        for operation in [Operation::Observe, Operation::RunCommand] {
+            assert!(!may_claim_settlement(operation, Evidence::Receipt));
         }
     }
 
@@ -395,29 +509,38 @@ mod tests {
             info("a", LifecycleState::Absent, Some("id"), false),
         ] {
             assert_eq!(
-                read(Ok(bad.clone()), &own),
+                read(Ok(bad.clone()), &own, Evidence::Answer),
                 Err(Error::ComputeUnconfirmed),
                 "{bad:?}"
             );
         }
         let receipt = info("a", LifecycleState::Absent, None, true);
         assert_eq!(
-            mutation(Operation::Create, Ok(receipt.clone()), &own),
+            mutation(
+                Operation::Create,
+                Ok(receipt.clone()),
+                &own,
+                Evidence::Answer
+            ),
             Ok(receipt)
         );
         // Kill's success is absence, proved or not; never present compute.
         let gone = info("a", LifecycleState::Absent, None, false);
-        assert_eq!(mutation(Operation::Kill, Ok(gone.clone()), &own), Ok(gone));
+        assert_eq!(
+            mutation(Operation::Kill, Ok(gone.clone()), &own, Evidence::Answer),
+            Ok(gone)
+        );
         let removed = info("a", LifecycleState::Absent, Some("id"), false);
         assert_eq!(
-            mutation(Operation::Kill, Ok(removed.clone()), &own),
+            mutation(Operation::Kill, Ok(removed.clone()), &own, Evidence::Answer),
             Ok(removed)
         );
         assert_eq!(
             mutation(
                 Operation::Kill,
                 Ok(info("a", LifecycleState::Running, Some("id"), false)),
-                &own
+                &own,
+                Evidence::Answer
             ),
             Err(Error::ComputeUnconfirmed.into())
         );
@@ -427,7 +550,7 @@ mod tests {
     fn unsupported_from_a_supported_operation_is_unknown() {
         let unsupported = || Error::unsupported("get-info", "x");
         assert_eq!(
-            read(Err(unsupported()), &reference("a")),
+            read(Err(unsupported()), &reference("a"), Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         assert_eq!(command(Err(unsupported())), Err(Error::CommandUnconfirmed));

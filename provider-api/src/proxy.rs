@@ -159,7 +159,9 @@ fn mutation(operation: Operation, answer: Answer, allocation: &Reference) -> Res
         Answer::Failed(error, info) => Err(Failure { error, info }),
         other => expect(other, Error::ComputeUnconfirmed, info).map_err(Failure::from),
     };
-    police::mutation(operation, answer, allocation)
+    // The node's listing does not say what a kind's answers rest on, so
+    // the proxy holds them to the strict rule.
+    police::mutation(operation, answer, allocation, police::Evidence::Answer)
 }
 
 impl RemoteProvider {
@@ -235,7 +237,11 @@ impl SandboxProvider for RemoteProvider {
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
         let call = Call::GetInfo(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        police::read(expect(answer, Error::ComputeUnconfirmed, info), &allocation)
+        police::read(
+            expect(answer, Error::ComputeUnconfirmed, info),
+            &allocation,
+            police::Evidence::Answer,
+        )
     }
 
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {

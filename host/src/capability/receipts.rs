@@ -259,7 +259,7 @@ fn changed(outcome: Result<(), Crossing<StoreFailure>>) -> Result<(), ReceiptsEr
 impl receipts::Host for CallState {
     async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
         let (broker, owned) = self.receipt("get", key)?;
-        cross(
+        let found = cross(
             self.deadline,
             broker,
             ReceiptAction::Get,
@@ -267,7 +267,12 @@ impl receipts::Host for CallState {
             |store, address| store.get(address),
         )
         .await
-        .map_err(|_| ReceiptsError::Unavailable)
+        .map_err(|_| ReceiptsError::Unavailable)?;
+        if found.is_some() {
+            // The answer of this call may rest on a durable receipt.
+            self.evidence = oac_provider_api::police::Evidence::Receipt;
+        }
+        Ok(found)
     }
 
     async fn put(&mut self, key: String, value: Vec<u8>) -> Result<(), ReceiptsError> {

@@ -337,3 +337,76 @@ fn a_receipt_survives_kill_9_of_the_writer() {
         "{answer}"
     );
 }
+
+/// GetInfo and Kill may claim a settled Create only on a durable receipt
+/// the call itself read; the same claim without one is unknown.
+#[tokio::test]
+async fn an_observation_claims_settlement_only_on_a_receipt_it_read() {
+    use sandbox_host::provider::SandboxProvider;
+    use sandbox_host::types::{Info, LifecycleState};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let claim = json!({"action": "receipt-settled-absence", "receipt_key": "create_rejected"});
+    let load = |registration: Registration| {
+        let mut binding = binding(None, claim.clone());
+        binding.receipts = Some(store.clone());
+        load_one(registration, binding, Connect::Capabilities)
+    };
+    let budget = || Budget::from_millis(10_000).expect("budget");
+    let settled = Info {
+        reference: reference("a"),
+        provider_id: None,
+        state: LifecycleState::Absent,
+        bootstrap_complete: false,
+        create_settled: true,
+    };
+
+    let host = load(direct("alpha")).await.expect("loads");
+    let kind = host.kind("alpha").expect("kind");
+    assert_eq!(
+        kind.get_info(reference("a"), budget()).await,
+        Err(Error::ComputeUnconfirmed),
+        "no receipt read: the claim is unknown"
+    );
+    assert_eq!(
+        kind.kill(reference("a"), budget())
+            .await
+            .map_err(|f| f.error),
+        Err(Error::ComputeUnconfirmed)
+    );
+    drop(host);
+
+    let alpha = At::kind("alpha", &store);
+    assert_eq!(alpha.answer(put("create_rejected", "400"), "a").await, "ok");
+    let host = load(direct("alpha")).await.expect("loads");
+    let kind = host.kind("alpha").expect("kind");
+    assert_eq!(
+        kind.get_info(reference("a"), budget()).await,
+        Ok(settled.clone())
+    );
+    assert_eq!(
+        kind.kill(reference("a"), budget()).await,
+        Ok(settled.clone())
+    );
+    assert_eq!(
+        kind.get_info(reference("b"), budget()).await,
+        Err(Error::ComputeUnconfirmed),
+        "another allocation's receipt is not this one's"
+    );
+    drop(host);
+
+    let ungranted = {
+        let mut row = direct("alpha");
+        row.grants.receipts = false;
+        row
+    };
+    let host = load(ungranted).await.expect("loads");
+    assert_eq!(
+        host.kind("alpha")
+            .expect("kind")
+            .get_info(reference("a"), budget())
+            .await,
+        Err(Error::ComputeUnconfirmed),
+        "a kind without receipts cannot read one"
+    );
+}

@@ -408,6 +408,9 @@ fn act(allocation: Reference) -> Result<Info, Error> {
     if let Some(answer) = docker_action(&steering, &allocation) {
         return answer.map(|id| info(allocation, Some(id)));
     }
+    if steering.action == "receipt-settled-absence" {
+        return Ok(receipts::settled_absence(&steering, allocation));
+    }
     if let Some(outcome) = receipts::act(&steering, &allocation) {
         return Ok(info(allocation, Some(outcome)));
     }
@@ -551,7 +554,11 @@ impl exports::sandbox_provider::Guest for Steerable {
         }
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        match vendor_base(&steering()) {
+        let steering = steering();
+        if steering.action == "receipt-settled-absence" {
+            return Ok(receipts::settled_absence(&steering, allocation));
+        }
+        match vendor_base(&steering) {
             Some(base) => vendor::kill(&base, allocation),
             None => Ok(Info {
                 state: LifecycleState::Absent,

@@ -7,6 +7,9 @@
 //! allocation id) or `receipt_bytes` bytes of `x`. `receipt-then-loop`
 //! writes the receipt, logs `steerable_receipt_written` at warn level and
 //! spins until the host ends it: a crash test kills the process then.
+//! `receipt-settled-absence` reads the receipt and, found or not, answers
+//! settled absence: the host accepts the claim only after a read that
+//! found one.
 
 use crate::{Steering, spin_forever};
 use oac_provider_sdk::prelude::*;
@@ -61,4 +64,20 @@ pub(crate) fn act(steering: &Steering, allocation: &Reference) -> Option<String>
         _ => return None,
     };
     Some(answer)
+}
+
+/// `receipt-settled-absence`: settled absence after reading the receipt.
+pub(crate) fn settled_absence(steering: &Steering, allocation: Reference) -> Info {
+    let key = steering
+        .receipt_key
+        .clone()
+        .unwrap_or_else(|| "create_pending".into());
+    let _ = receipts::get(&key);
+    Info {
+        reference: allocation,
+        provider_id: None,
+        state: LifecycleState::Absent,
+        bootstrap_complete: false,
+        create_settled: true,
+    }
 }
