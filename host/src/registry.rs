@@ -169,6 +169,32 @@ pub fn builtin() -> Vec<Registration> {
             suspension: None,
         },
         Registration {
+            // E2B sandboxes over E2B's REST API and envd, from Core's side:
+            // the API origin and envd hosts come from the configuration's
+            // endpoint; receipts prove settlement across restarts.
+            kind: "e2b".into(),
+            mode: Mode::Direct,
+            component: "e2b.wasm".into(),
+            digest: DigestSource::Staged,
+            grants: Grants {
+                docker: false,
+                http_origins: Vec::new(),
+                receipts: true,
+                http_endpoint: Some(EndpointGrant {
+                    api_url_key: "api_url".into(),
+                    domain_key: "domain".into(),
+                    default_api_url: "https://api.e2b.app".into(),
+                    default_domain: "e2b.app".into(),
+                }),
+            },
+            policy: Policy {
+                default_budget_ms: 60_000,
+                ..Policy::default()
+            },
+            node_artifacts: Vec::new(),
+            suspension: None,
+        },
+        Registration {
             // The self-test component as a direct kind: what runs on Core's
             // side, with durable receipts.
             kind: "steerable-direct".into(),

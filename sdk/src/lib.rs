@@ -72,6 +72,13 @@ pub mod bounds {
     pub use oac_contract::bounds::*;
 }
 
+/// A vendor endpoint in a configuration (API URL and sandbox domain): the
+/// rule the host applies to its HTTP allowlist, for the adapter's own
+/// validation.
+pub mod endpoint {
+    pub use oac_contract::endpoint::*;
+}
+
 /// Everything an adapter usually needs.
 pub mod prelude {
     pub use crate::capability::{context, docker, http, log, receipts};
