@@ -13,6 +13,7 @@ mod declarations;
 mod direct;
 mod docker_adapter;
 mod docker_engine;
+mod e2b;
 mod hostile;
 mod http;
 mod isolation;

@@ -169,12 +169,14 @@ fn encode(text: &str) -> String {
     encoded
 }
 
-/// E2B's metadata filter as one query value: each key and value
-/// percent-encoded, joined as `k=v&k=v`, and that string encoded again.
+/// E2B's metadata filter as one query value, as its SDKs send it: each
+/// key and value percent-encoded, the pairs form-encoded into `k=v&k=v`
+/// (encoding them again), and that string encoded as the parameter. E2B
+/// decodes it three times over.
 pub fn metadata_filter(pairs: &[(&str, &str)]) -> String {
     let joined: Vec<String> = pairs
         .iter()
-        .map(|(key, value)| format!("{}={}", encode(key), encode(value)))
+        .map(|(key, value)| format!("{}={}", encode(&encode(key)), encode(&encode(value))))
         .collect();
     encode(&joined.join("&"))
 }
@@ -333,7 +335,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_metadata_filter_is_encoded_twice_as_e2b_decodes_it() {
+    fn the_metadata_filter_is_encoded_as_e2b_decodes_it() {
         assert_eq!(
             metadata_filter(&[("user", "abc"), ("app", "prod")]),
             "user%3Dabc%26app%3Dprod"

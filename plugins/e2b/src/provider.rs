@@ -401,7 +401,12 @@ fn info_of_observed(reference: Reference, sandbox: &Sandbox) -> Info {
 
 pub fn get_info(reference: Reference) -> Result<Info, Error> {
     let call = Call::new()?;
-    let settled = settled_receipt()?.is_some();
+    let settled = settled_receipt()?;
+    // A definite refusal proves absence without asking E2B.
+    if matches!(settled.as_deref(), Some("rejected" | "not_sent")) && recorded()?.is_none() {
+        return Ok(absent(reference, true));
+    }
+    let settled = settled.is_some();
     match locate(&call, &reference)? {
         Located::One(sandbox, recorded) => {
             Ok(info_of(&call, reference, &sandbox, &recorded, settled))
@@ -453,12 +458,9 @@ pub fn kill(reference: Reference) -> Result<Info, Failure> {
         }
     }
     if ids.is_empty() && !settled {
-        // Nothing known to remove, and nothing proves no attempt made one.
-        return if pending {
-            Err(Error::ComputeUnconfirmed.into())
-        } else {
-            Err(Error::NotFound.into())
-        };
+        // Nothing known to remove, and nothing proves that no attempt made
+        // one: Kill answers only on terminal proof.
+        return Err(Error::ComputeUnconfirmed.into());
     }
     for id in &ids {
         // A recorded id is checked again before it is deleted.

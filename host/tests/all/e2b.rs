@@ -1,0 +1,355 @@
+//! The E2B kind through the real host against the fake E2B (REST API and
+//! envd behind TLS under a test domain): one allocation's life, receipts
+//! across a restart, settled refusals, and Kill's terminal proof.
+
+use crate::support::*;
+use oac_fixtures::e2b_api::{self, FakeE2b};
+use sandbox_host::ReceiptStore;
+use sandbox_host::capability::http::TestNetwork;
+use sandbox_host::host::Connect;
+use sandbox_host::types::{
+    Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
+};
+use sandbox_host::{Budget, Host, NodeBinding, Registration};
+use serde_json::json;
+
+const CANARY: &str = "daemon-credential-canary-7f3e";
+
+fn row() -> Registration {
+    sandbox_host::registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "e2b")
+        .expect("the builtin table has the e2b kind")
+}
+
+fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: allocation.into(),
+    }
+}
+
+fn budget() -> Budget {
+    Budget::from_millis(30_000).expect("budget")
+}
+
+/// The E2B kind bound to `fake`, keeping receipts in `store`.
+async fn load(fake: &FakeE2b, store: &ReceiptStore) -> Host {
+    let binding = NodeBinding {
+        installation_id: INSTALLATION.into(),
+        configuration: json!({
+            "template": format!("{}:{}", e2b_api::TEMPLATE, e2b_api::BUILD),
+            "api_url": e2b_api::API_URL,
+            "domain": e2b_api::DOMAIN,
+            "cpu_count": e2b_api::BUILD_RESOURCES.0,
+            "memory_mb": e2b_api::BUILD_RESOURCES.1,
+        }),
+        credential: Some(json!({"api_key": e2b_api::API_KEY}).to_string()),
+        receipts: Some(store.clone()),
+        http_test_network: Some(TestNetwork {
+            root_certificate_pem: fake.ca_pem().as_bytes().to_vec(),
+            address: fake.address(),
+        }),
+        ..NodeBinding::default()
+    };
+    load_one(row(), binding, Connect::Capabilities)
+        .await
+        .expect("the e2b kind loads")
+}
+
+fn bootstrap(allocation: &str) -> Bootstrap {
+    Bootstrap {
+        reference: reference(allocation),
+        session_id: "session-1".into(),
+        device_id: "device-1".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: CANARY.into(),
+        harness: "harness-a".into(),
+        network_access: NetworkAccess::Enabled,
+        allowed_domains: Vec::new(),
+    }
+}
+
+fn command(args: &[&str], stdin: Option<Vec<u8>>) -> Command {
+    Command {
+        args: args.iter().map(|arg| arg.to_string()).collect(),
+        directory: None,
+        stdin,
+    }
+}
+
+fn posts(fake: &FakeE2b) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|request| *request == "POST api /sandboxes")
+        .count()
+}
+
+#[tokio::test]
+async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+
+    let created = kind
+        .create(bootstrap("a"), budget())
+        .await
+        .expect("created");
+    let id = created.provider_id.clone().expect("an id");
+    assert_eq!(
+        (
+            created.state,
+            created.bootstrap_complete,
+            created.create_settled
+        ),
+        (LifecycleState::Running, true, true)
+    );
+    let sandboxes = fake.sandboxes();
+    assert_eq!(sandboxes.len(), 1);
+    let sandbox = &sandboxes[0];
+    assert_eq!(sandbox.id, id);
+    assert_eq!(
+        sandbox.metadata,
+        [
+            ("oac_allocationid", "a"),
+            ("oac_environmentid", "e"),
+            ("oac_installationid", INSTALLATION),
+            ("oac_tenantid", "t"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+    );
+    let file = &sandbox.files[e2b_api::BOOTSTRAP_FILE];
+    assert_eq!((file.mode, file.uid), (0o600, 1000));
+    let record: serde_json::Value = serde_json::from_slice(&file.bytes).expect("JSON record");
+    assert_eq!(record["daemon_credential"], CANARY);
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|request| !request.contains(CANARY)),
+        "the daemon credential travels only in stdin"
+    );
+
+    let info = kind.get_info(reference("a"), budget()).await.expect("info");
+    assert_eq!(
+        info,
+        Info {
+            reference: reference("a"),
+            provider_id: Some(id.clone()),
+            state: LifecycleState::Running,
+            bootstrap_complete: true,
+            create_settled: true,
+        },
+        "settled on the receipt the call read"
+    );
+    assert_eq!(
+        kind.get_info(reference("b"), budget()).await,
+        Err(Error::NotFound)
+    );
+    let renewed = kind.renew(reference("a"), budget()).await.expect("renewed");
+    assert_eq!(renewed.provider_id.as_deref(), Some(id.as_str()));
+
+    let sendinputs = || {
+        fake.requests()
+            .iter()
+            .filter(|request| request.ends_with("/process.Process/SendInput"))
+            .count()
+    };
+    let before = sendinputs();
+    let stdin: Vec<u8> = (0..200 * 1024).map(|i| (i % 251) as u8).collect();
+    let echoed = kind
+        .run_command(
+            reference("a"),
+            command(&["cat"], Some(stdin.clone())),
+            budget(),
+        )
+        .await
+        .expect("ran");
+    assert_eq!((echoed.stdout, echoed.exit_code), (stdin, 0));
+    assert_eq!(
+        sendinputs() - before,
+        4,
+        "200 KiB of stdin in 64 KiB chunks"
+    );
+    let failed = kind
+        .run_command(
+            reference("a"),
+            command(&["sh", "-c", "exit 3"], None),
+            budget(),
+        )
+        .await
+        .expect("a non-zero exit is a result");
+    assert_eq!(failed.exit_code, 3);
+    assert_eq!(
+        kind.run_command(reference("a"), command(&["big-output"], None), budget())
+            .await,
+        Err(Error::CommandUnconfirmed),
+        "more than 1 MiB on a stream"
+    );
+
+    let killed = kind.kill(reference("a"), budget()).await.expect("killed");
+    assert_eq!(
+        (killed.state, killed.provider_id, killed.create_settled),
+        (LifecycleState::Absent, None, true)
+    );
+    assert!(fake.sandboxes().is_empty());
+    assert_eq!(
+        kind.get_info(reference("a"), budget())
+            .await
+            .map(|i| i.state),
+        Ok(LifecycleState::Absent),
+        "settled absence once the sandbox is gone"
+    );
+    assert_eq!(posts(&fake), 1, "one sandbox, one create");
+}
+
+#[tokio::test]
+async fn receipts_find_the_sandbox_after_a_restart() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = {
+        let store = ReceiptStore::open(dir.path()).expect("store");
+        let host = load(&fake, &store).await;
+        let kind = host.kind("e2b").expect("kind");
+        let created = kind
+            .create(bootstrap("a"), budget())
+            .await
+            .expect("created");
+        created.provider_id.expect("id")
+    };
+    // Another host on the same state directory: the receipt names the
+    // sandbox, so GetInfo reads it by id without listing.
+    let store = ReceiptStore::open(dir.path()).expect("reopened");
+    let host = load(&fake, &store).await;
+    let before = fake.requests().len();
+    let info = host
+        .kind("e2b")
+        .expect("kind")
+        .get_info(reference("a"), budget())
+        .await
+        .expect("info");
+    assert_eq!(info.provider_id.as_deref(), Some(id.as_str()));
+    assert!(info.create_settled);
+    let asked: Vec<String> = fake.requests()[before..].to_vec();
+    assert!(
+        asked.contains(&format!("GET api /sandboxes/{id}")),
+        "{asked:?}"
+    );
+    assert!(
+        !asked
+            .iter()
+            .any(|request| request.starts_with("GET api /v2/sandboxes")),
+        "no list: {asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_settled_refusal_proves_absence_without_asking_e2b() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+    fake.refuse_next("/sandboxes", 429);
+    let refused = kind.create(bootstrap("a"), budget()).await;
+    assert_eq!(
+        refused,
+        Err(Failure {
+            error: Error::Invalid,
+            info: Some(Info {
+                reference: reference("a"),
+                provider_id: None,
+                state: LifecycleState::Absent,
+                bootstrap_complete: false,
+                create_settled: true,
+            }),
+        })
+    );
+    let before = fake.requests().len();
+    let info = kind.get_info(reference("a"), budget()).await.expect("info");
+    assert_eq!(
+        (info.state, info.create_settled),
+        (LifecycleState::Absent, true)
+    );
+    assert_eq!(fake.requests().len(), before, "no cloud call");
+    assert!(fake.sandboxes().is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_create_is_never_replayed_and_kill_needs_terminal_proof() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+
+    assert_eq!(
+        kind.kill(reference("never"), budget())
+            .await
+            .map_err(|failure| failure.error),
+        Err(Error::ComputeUnconfirmed),
+        "no known id and no settled receipt: nothing proves absence"
+    );
+
+    // E2B makes the sandbox, then answers 503.
+    fake.fail_next_create_after_commit(503);
+    assert_eq!(
+        kind.create(bootstrap("a"), budget())
+            .await
+            .map_err(|failure| failure.error),
+        Err(Error::ComputeUnconfirmed)
+    );
+    assert_eq!(fake.sandboxes().len(), 1);
+    // A second Create finds it by its labels: `exists`, no second POST.
+    let again = kind.create(bootstrap("a"), budget()).await;
+    let failure = again.expect_err("exists");
+    assert_eq!(failure.error, Error::Exists);
+    assert_eq!(posts(&fake), 1, "never replayed");
+    // GetInfo finds it by its labels, unsettled (the attempt's end is unknown).
+    let info = kind.get_info(reference("a"), budget()).await.expect("info");
+    assert_eq!(
+        (info.state, info.bootstrap_complete, info.create_settled),
+        (LifecycleState::Running, false, false)
+    );
+    // Kill removes it and proves nothing is left.
+    let killed = kind.kill(reference("a"), budget()).await.expect("killed");
+    assert_eq!(killed.state, LifecycleState::Absent);
+    assert!(fake.sandboxes().is_empty());
+}
+
+#[tokio::test]
+async fn a_foreign_sandbox_is_never_touched() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+    // Another installation's sandbox for the same reference.
+    let foreign = fake.insert(
+        [
+            ("oac_installationid", "someone-else"),
+            ("oac_tenantid", "t"),
+            ("oac_environmentid", "e"),
+            ("oac_allocationid", "a"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect(),
+    );
+    assert_eq!(
+        kind.get_info(reference("a"), budget()).await,
+        Err(Error::NotFound)
+    );
+    let created = kind
+        .create(bootstrap("a"), budget())
+        .await
+        .expect("created");
+    assert_ne!(created.provider_id.as_deref(), Some(foreign.as_str()));
+    kind.kill(reference("a"), budget()).await.expect("killed");
+    let left: Vec<String> = fake.sandboxes().into_iter().map(|s| s.id).collect();
+    assert_eq!(left, vec![foreign], "only our sandbox was removed");
+}
