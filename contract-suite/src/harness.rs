@@ -2,13 +2,14 @@
 //! production loads it, wired to a native-side fixture and the recorder.
 //! Every call here is raw: the suite judges the component's own answers.
 
-use crate::fixtures::{Engine, FixtureError};
+use crate::fixtures::{Engine, FixtureError, e2b_api};
 use crate::recorder::{Call, Plan, Recorder};
 use sandbox_host::capability::boundary::NativeRequest;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::capability::http::TestNetwork;
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
+use sandbox_host::registry::{DigestSource, EndpointGrant, Grants, Mode, Policy, Registration};
 use sandbox_host::types::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
 };
@@ -74,6 +75,11 @@ pub enum Fixture {
     /// The fake vendor REST API, granted to the component over `http`; its
     /// origin replaces `${FIXTURE_ORIGIN}` in the configuration.
     FakeVendor,
+    /// The fake E2B: a direct kind with E2B's endpoint grant (API URL and
+    /// sandbox domain from the configuration), the fixture's API key as
+    /// its credential, durable receipts in a fresh state directory, and
+    /// the fixture's test network (its CA; every name to its address).
+    FakeE2b,
 }
 
 /// Why the suite could not start.
@@ -91,6 +97,9 @@ pub enum HarnessError {
     /// The container policy is refused (e.g. the seccomp profile).
     #[error("the container policy is refused: {0}")]
     Policy(&'static str),
+    /// The receipts' state directory could not be made.
+    #[error("the receipt store could not be made")]
+    State,
     /// The host refused the component (this is itself a failed case).
     #[error("the host refused the component: {0}")]
     Load(String),
@@ -102,6 +111,8 @@ pub struct Harness {
     pub host: Host,
     /// The native-side fixture.
     pub engine: Engine,
+    /// The state directory of the kind's receipts, while it runs.
+    _state: Option<tempfile::TempDir>,
     /// The recorder at the capability boundary.
     pub recorder: Arc<Recorder>,
     /// Every answer the component gave, rendered, for the leak checks.
@@ -122,6 +133,7 @@ impl Harness {
             Fixture::FakeEngine => Engine::fake().await?,
             Fixture::RealEngine(socket) => Engine::real(socket).await?,
             Fixture::FakeVendor => Engine::vendor().await?,
+            Fixture::FakeE2b => (Engine::e2b().await?, String::new()),
         };
         let bytes = std::fs::read(&target.component)
             .map_err(|_| HarnessError::Component(target.component.clone()))?;
@@ -137,6 +149,10 @@ impl Harness {
             .unwrap_or_default();
         let docker = target.mode == Mode::Nodes && engine.socket().is_some();
         let vendor = matches!(engine, Engine::Vendor(_));
+        let e2b = match &engine {
+            Engine::E2b(fake) => Some(fake),
+            _ => None,
+        };
         let registration = Registration {
             kind: KIND.into(),
             mode: target.mode,
@@ -149,8 +165,13 @@ impl Harness {
                 } else {
                     Vec::new()
                 },
-                receipts: false,
-                http_endpoint: None,
+                receipts: e2b.is_some(),
+                http_endpoint: e2b.map(|_| EndpointGrant {
+                    api_url_key: "api_url".into(),
+                    domain_key: "domain".into(),
+                    default_api_url: "https://api.e2b.app".into(),
+                    default_domain: "e2b.app".into(),
+                }),
             },
             policy: Policy {
                 default_budget_ms: target.budget_ms,
@@ -173,14 +194,27 @@ impl Harness {
             None
         };
         let recorder = Arc::new(Recorder::default());
+        let state = match e2b {
+            Some(_) => Some(tempfile::tempdir().map_err(|_| HarnessError::State)?),
+            None => None,
+        };
+        let receipts = match &state {
+            Some(dir) => Some(
+                sandbox_host::ReceiptStore::open(dir.path()).map_err(|_| HarnessError::State)?,
+            ),
+            None => None,
+        };
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
             docker_socket: engine.socket().filter(|_| docker).map(Path::to_path_buf),
             container_policy: policy,
             configuration,
-            credential: None,
-            receipts: None,
-            http_test_network: None,
+            credential: e2b.map(|_| serde_json::json!({"api_key": e2b_api::API_KEY}).to_string()),
+            receipts,
+            http_test_network: e2b.map(|fake| TestNetwork {
+                root_certificate_pem: fake.ca_pem().as_bytes().to_vec(),
+                address: fake.address(),
+            }),
             hook: Some(recorder.clone()),
         };
         let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
@@ -197,6 +231,7 @@ impl Harness {
         Ok(Self {
             host,
             engine,
+            _state: state,
             recorder,
             answers: Mutex::default(),
             budget,
@@ -239,6 +274,23 @@ impl Harness {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(format!("{answer:?}"));
+    }
+
+    /// True when the kind under test keeps durable receipts: its
+    /// observations and Kill may then claim `create-settled` on a receipt
+    /// they read.
+    pub fn keeps_receipts(&self) -> bool {
+        self.kind().registration.grants.receipts
+    }
+
+    /// True when a call that sent `requests` may claim `create-settled`
+    /// other than as Create's own answer: it read a durable receipt (the
+    /// host accepts the claim only when the read found one).
+    pub fn rests_on_a_receipt(&self, requests: &[NativeRequest]) -> bool {
+        self.keeps_receipts()
+            && requests
+                .iter()
+                .any(|request| request.action.name() == "receipt-get")
     }
 
     /// The budget of one call.

@@ -45,6 +45,10 @@ struct Cli {
     /// capability: choose the other clauses with `--clause`.
     #[arg(long)]
     vendor: bool,
+    /// Run against the fake E2B (REST API and envd behind TLS) as a direct
+    /// kind with E2B's endpoint grant, its API key and durable receipts.
+    #[arg(long, conflicts_with_all = ["vendor", "engine_socket"])]
+    e2b: bool,
     /// Run only these clauses (repeatable; default: all): declaration,
     /// unsupported, lifecycle, failure-matrix, ownership, commands,
     /// checkpoint (only for a component that declares checkpoints), leaks.
@@ -105,10 +109,11 @@ async fn main() -> Result<std::process::ExitCode> {
         configuration,
         seccomp_profile,
         budget_ms: cli.budget_ms,
-        fixture: match (&cli.engine_socket, cli.vendor) {
-            (Some(socket), _) => Fixture::RealEngine(socket.clone()),
-            (None, true) => Fixture::FakeVendor,
-            (None, false) => Fixture::FakeEngine,
+        fixture: match (&cli.engine_socket, cli.vendor, cli.e2b) {
+            (Some(socket), _, _) => Fixture::RealEngine(socket.clone()),
+            (None, _, true) => Fixture::FakeE2b,
+            (None, true, _) => Fixture::FakeVendor,
+            (None, false, false) => Fixture::FakeEngine,
         },
     };
     let clauses = if cli.clauses.is_empty() {

@@ -13,13 +13,19 @@ pub enum Matching {
     Action(&'static str),
     /// Removals (cleanup).
     Removals,
+    /// Requests of this action whose target ends with this text (e.g. an
+    /// HTTP POST to one RPC path).
+    ActionTo(&'static str, &'static str),
 }
 
 impl Matching {
-    fn matches(self, request: &NativeRequest) -> bool {
+    pub(crate) fn matches(self, request: &NativeRequest) -> bool {
         match self {
             Matching::Any => true,
             Matching::Action(action) => request.action.name() == action,
+            Matching::ActionTo(action, target) => {
+                request.action.name() == action && request.target.ends_with(target)
+            }
             Matching::Removals => request.is_removal(),
         }
     }

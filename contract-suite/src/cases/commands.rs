@@ -123,9 +123,23 @@ pub async fn run(runner: &mut Runner<'_>) {
             },
         )
         .await;
-    for action in ["exec-start", "exec-inspect"] {
+    // The request that starts the command and the one that completes it
+    // (Docker: exec-start, exec-inspect; envd over HTTP: the Start stream),
+    // and the request that would make a second one.
+    let over_http = h.engine.socket().is_none();
+    let points: Vec<(&str, Matching, Matching)> = if over_http {
+        let start = Matching::ActionTo("http-post", "/process.Process/Start");
+        vec![("start", start, start)]
+    } else {
+        let create = Matching::Action("exec-create");
+        vec![
+            ("exec-start", Matching::Action("exec-start"), create),
+            ("exec-inspect", Matching::Action("exec-inspect"), create),
+        ]
+    };
+    for (action, lost, made) in points {
         let sentence = format!(
-            "When the {action} response is lost, RunCommand is command-unconfirmed and no second exec is created."
+            "When the {action} response is lost, RunCommand is command-unconfirmed and no second command is started."
         );
         runner
             .case(
@@ -135,7 +149,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                 sentence,
                 async |h| {
                     let plan = Plan {
-                        matching: Matching::Action(action),
+                        matching: lost,
                         nth: 1,
                         fault: Fault::LoseResponse,
                     };
@@ -149,7 +163,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                     ensure(unconfirmed, || format!("{answer:?}"))?;
                     let creates = requests
                         .iter()
-                        .filter(|request| request.action.name() == "exec-create")
+                        .filter(|request| made.matches(request))
                         .count();
                     ensure(creates == 1, || {
                         format!("exec created {creates} times: {:?}", actions(&requests))

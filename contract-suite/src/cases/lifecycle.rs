@@ -59,10 +59,16 @@ pub async fn run(runner: &mut Runner<'_>) {
             "settlement.observation",
             "settlement",
             Level::Must,
-            "GetInfo of running compute never claims create-settled: an observation cannot prove a Create ended.",
-            async |h| match h.get_info(r).await {
-                Ok(info) => ensure(!info.create_settled, || format!("info {info:?}")),
-                other => Err(format!("{other:?}")),
+            "GetInfo of running compute claims create-settled only on a durable receipt it read: an observation alone cannot prove a Create ended.",
+            async |h| {
+                let (answer, requests) = h.with_fault(None, async || h.get_info(r).await).await;
+                match answer {
+                    Ok(info) => ensure(
+                        !info.create_settled || h.rests_on_a_receipt(&requests),
+                        || format!("info {info:?}"),
+                    ),
+                    other => Err(format!("{other:?}")),
+                }
             },
         )
         .await;
@@ -134,13 +140,17 @@ pub async fn run(runner: &mut Runner<'_>) {
             "settlement.kill-again",
             "settlement",
             Level::Must,
-            "Kill on confirmed absence succeeds again, without claiming create-settled: a Kill alone is not terminal proof.",
-            async |h| match h.kill(r).await {
-                Ok(info) => ensure(
-                    info.state == LifecycleState::Absent && !info.create_settled,
-                    || format!("info {info:?}"),
-                ),
-                other => Err(format!("{other:?}")),
+            "Kill on confirmed absence succeeds again, claiming create-settled only on a durable receipt it read: a Kill alone is not terminal proof.",
+            async |h| {
+                let (answer, requests) = h.with_fault(None, async || h.kill(r).await).await;
+                match answer {
+                    Ok(info) => ensure(
+                        info.state == LifecycleState::Absent
+                            && (!info.create_settled || h.rests_on_a_receipt(&requests)),
+                        || format!("info {info:?}"),
+                    ),
+                    other => Err(format!("{other:?}")),
+                }
             },
         )
         .await;
@@ -149,12 +159,24 @@ pub async fn run(runner: &mut Runner<'_>) {
             "lifecycle.get-info-after-kill",
             "lifecycle",
             Level::Must,
-            "GetInfo after Kill is not-found.",
+            "GetInfo after Kill is not-found, or settled absence resting on a durable receipt it read.",
             async |h| {
-                let answer = h.get_info(r).await;
-                ensure(matches!(answer, Err(Error::NotFound)), || {
-                    format!("{answer:?}")
-                })
+                let (answer, requests) = h.with_fault(None, async || h.get_info(r).await).await;
+                let receipt = h.rests_on_a_receipt(&requests);
+                ensure(
+                    match &answer {
+                        Err(Error::NotFound) => true,
+                        Ok(info) => {
+                            receipt
+                                && info.state == LifecycleState::Absent
+                                && info.create_settled
+                                && info.provider_id.is_none()
+                                && info.reference == *r
+                        }
+                        _ => false,
+                    },
+                    || format!("{answer:?}"),
+                )
             },
         )
         .await;

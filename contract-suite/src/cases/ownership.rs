@@ -4,10 +4,14 @@
 
 use super::{Runner, actions, ensure, is_mutation};
 use crate::report::Level;
+use sandbox_host::types::Error;
 use std::collections::BTreeMap;
 
 pub async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
+    if h.engine.socket().is_none() {
+        return over_http(runner).await;
+    }
     let reference = h.allocation("ownership");
     // Learn the names this allocation uses from a clean Create.
     let (created, requests) = h
@@ -116,4 +120,60 @@ async fn untouched(
         }
     }
     true
+}
+
+/// The clause for a vendor reached over HTTP, whose resources carry
+/// ownership in their metadata: a sandbox of another installation for the
+/// same reference is neither reported nor touched.
+async fn over_http(runner: &mut Runner<'_>) {
+    let h = runner.harness;
+    let reference = h.allocation("ownership");
+    let Some(foreign) = h.engine.seed_foreign_sandbox(&reference) else {
+        runner.failed(
+            "ownership.setup",
+            "ownership",
+            "A foreign sandbox can be seeded.",
+            "this fixture cannot seed one".into(),
+        );
+        return;
+    };
+    let (r, foreign) = (&reference, &foreign);
+    runner
+        .case(
+            "ownership.foreign-not-reported",
+            "ownership",
+            Level::Must,
+            "GetInfo does not report another installation's sandbox of the same reference.",
+            async |h| {
+                let answer = h.get_info(r).await;
+                ensure(matches!(answer, Err(Error::NotFound)), || {
+                    format!("{answer:?}")
+                })
+            },
+        )
+        .await;
+    runner
+        .case(
+            "ownership.foreign-untouched",
+            "ownership",
+            Level::Must,
+            "Create and Kill of the reference leave another installation's sandbox alone.",
+            async |h| {
+                let created = h.create(r).await;
+                let ours = created
+                    .as_ref()
+                    .ok()
+                    .and_then(|info| info.provider_id.clone());
+                ensure(ours.as_deref() != Some(foreign.as_str()), || {
+                    format!("create answered the foreign sandbox: {created:?}")
+                })?;
+                let killed = h.kill(r).await;
+                ensure(killed.is_ok(), || format!("kill {killed:?}"))?;
+                ensure(h.engine.sandbox_exists(foreign), || {
+                    "the foreign sandbox was deleted".to_string()
+                })
+            },
+        )
+        .await;
+    h.cleanup(&reference).await;
 }

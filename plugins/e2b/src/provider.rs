@@ -105,10 +105,12 @@ impl Call {
             .api
             .list(&pairs)
             .map_err(|_| Error::ComputeUnconfirmed)?;
-        Ok(listed
-            .into_iter()
-            .filter(|sandbox| self.owns(sandbox, reference))
-            .collect())
+        // E2B filtered by all four pairs: an entry without them is not
+        // this allocation's, and nothing of the answer can be trusted.
+        if listed.iter().any(|sandbox| !self.owns(sandbox, reference)) {
+            return Err(Error::Ownership);
+        }
+        Ok(listed)
     }
 }
 
@@ -205,21 +207,26 @@ fn locate(call: &Call, reference: &Reference) -> Result<Located, Error> {
     }
 }
 
-/// True when the init's ready record names exactly this allocation.
+/// True when the init's ready record names exactly this allocation; a
+/// read that did not answer is an unknown outcome, not a `false`.
 fn bootstrapped(
     call: &Call,
     reference: &Reference,
     sandbox: &Sandbox,
     recorded: &Recorded,
-) -> bool {
+) -> Result<bool, Error> {
     if state_of(sandbox) != LifecycleState::Running {
-        return false;
+        return Ok(false);
     }
     let envd = Envd::new(&recorded.id, &recorded.domain, recorded.token.clone());
     match envd.read_file(READY_RECORD, "root") {
-        Ok(Some(bytes)) => serde_json::from_slice::<serde_json::Value>(&bytes)
-            .is_ok_and(|record| record == ready_record(&call.installation, reference)),
-        _ => false,
+        // A record naming anyone else is not this allocation's sandbox.
+        Ok(Some(bytes)) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+            Ok(record) if record == ready_record(&call.installation, reference) => Ok(true),
+            _ => Err(Error::Ownership),
+        },
+        Ok(None) => Ok(false),
+        Err(_) => Err(Error::ComputeUnconfirmed),
     }
 }
 
@@ -229,15 +236,15 @@ fn info_of(
     sandbox: &Sandbox,
     recorded: &Recorded,
     settled: bool,
-) -> Info {
-    let bootstrap_complete = bootstrapped(call, &reference, sandbox, recorded);
-    Info {
+) -> Result<Info, Error> {
+    let bootstrap_complete = bootstrapped(call, &reference, sandbox, recorded)?;
+    Ok(Info {
         reference,
         provider_id: Some(sandbox.sandbox_id.clone()),
         state: state_of(sandbox),
         bootstrap_complete,
         create_settled: settled,
-    }
+    })
 }
 
 /// The managed bootstrap record the daemon reads (the same shape on every
@@ -279,7 +286,7 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
             Located::One(sandbox, recorded) => {
                 return Err(Failure {
                     error: Error::Exists,
-                    info: Some(info_of(&call, reference, &sandbox, &recorded, false)),
+                    info: Some(info_of(&call, reference, &sandbox, &recorded, false)?),
                 });
             }
             Located::Several => return Err(Error::ComputeUnconfirmed.into()),
@@ -312,11 +319,10 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
             });
         }
         Err(Failed::NotSent) => {
-            let info = write(SETTLED, b"not_sent").then(|| absent(reference, true));
-            return Err(Failure {
-                error: Error::ComputeUnconfirmed,
-                info,
-            });
+            // Nothing was sent: a later observation proves the absence on
+            // this receipt; this answer claims nothing.
+            let _ = write(SETTLED, b"not_sent");
+            return Err(Error::ComputeUnconfirmed.into());
         }
         Err(_) => return Err(Error::ComputeUnconfirmed.into()),
     };
@@ -337,7 +343,10 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         Ok(Some(sandbox)) => sandbox,
         _ => return Err(Error::ComputeUnconfirmed.into()),
     };
-    if !call.owns(&sandbox, &reference) || !call.qualifies(&sandbox, &recorded.domain) {
+    if !call.owns(&sandbox, &reference) {
+        return Err(Error::Ownership.into());
+    }
+    if !call.qualifies(&sandbox, &recorded.domain) {
         // Create ends at a sandbox it will not use; Kill removes it.
         let info = write(SETTLED, b"invalid").then(|| Info {
             create_settled: true,
@@ -365,7 +374,9 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         budget_ms(),
     ) {
         Ok(ran) if ran.exit_code == 0 => {}
-        Ok(_) | Err(RunError::NotStarted) => {
+        // The init ran and refused: a definite end at a sandbox without
+        // its daemon (Kill removes it).
+        Ok(_) => {
             let info = write(SETTLED, b"bootstrap_failed").then(|| Info {
                 create_settled: true,
                 bootstrap_complete: false,
@@ -376,9 +387,15 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
                 info,
             });
         }
-        Err(RunError::Unknown) => return Err(Error::ComputeUnconfirmed.into()),
+        Err(RunError::NotStarted | RunError::Unknown) => {
+            return Err(Error::ComputeUnconfirmed.into());
+        }
     }
-    let _ = write(SETTLED, b"running");
+    // Without this receipt a later observation could not prove the
+    // Create ended: unknown rather than a success nothing can confirm.
+    if !write(SETTLED, b"running") {
+        return Err(Error::ComputeUnconfirmed.into());
+    }
     Ok(Info {
         reference,
         provider_id: Some(recorded.id),
@@ -408,9 +425,7 @@ pub fn get_info(reference: Reference) -> Result<Info, Error> {
     }
     let settled = settled.is_some();
     match locate(&call, &reference)? {
-        Located::One(sandbox, recorded) => {
-            Ok(info_of(&call, reference, &sandbox, &recorded, settled))
-        }
+        Located::One(sandbox, recorded) => info_of(&call, reference, &sandbox, &recorded, settled),
         Located::Several => Err(Error::ComputeUnconfirmed),
         Located::Nothing if settled => Ok(absent(reference, true)),
         Located::Nothing => Err(Error::NotFound),
@@ -437,7 +452,7 @@ pub fn renew(reference: Reference) -> Result<Info, Failure> {
         Ok(Some(sandbox))
             if call.owns(&sandbox, &reference) && call.qualifies(&sandbox, &recorded.domain) =>
         {
-            Ok(info_of(&call, reference, &sandbox, &recorded, settled))
+            Ok(info_of(&call, reference, &sandbox, &recorded, settled)?)
         }
         Ok(Some(_)) => Err(Error::Ownership.into()),
         _ => Err(Error::ComputeUnconfirmed.into()),
@@ -463,11 +478,13 @@ pub fn kill(reference: Reference) -> Result<Info, Failure> {
         return Err(Error::ComputeUnconfirmed.into());
     }
     for id in &ids {
-        // A recorded id is checked again before it is deleted.
-        if let Ok(Some(sandbox)) = call.api.get(id)
-            && !call.owns(&sandbox, &reference)
-        {
-            return Err(Error::Ownership.into());
+        // Every id is checked again before it is deleted.
+        match call.api.get(id) {
+            Ok(Some(sandbox)) if !call.owns(&sandbox, &reference) => {
+                return Err(Error::Ownership.into());
+            }
+            Ok(_) => {}
+            Err(_) => return Err(Error::ComputeUnconfirmed.into()),
         }
         match call.api.delete(id) {
             Ok(204 | 200 | 404) => {}
@@ -496,8 +513,10 @@ pub fn run_command(reference: Reference, request: Command) -> Result<CommandResu
         Located::Nothing => return Err(Error::NotFound),
         Located::Several => return Err(Error::CommandUnconfirmed),
     };
-    if !bootstrapped(&call, &reference, &sandbox, &recorded) {
-        return Err(Error::RuntimeNotRunning);
+    match bootstrapped(&call, &reference, &sandbox, &recorded) {
+        Ok(true) => {}
+        Ok(false) => return Err(Error::RuntimeNotRunning),
+        Err(_) => return Err(Error::CommandUnconfirmed),
     }
     let envd = Envd::new(&recorded.id, &recorded.domain, recorded.token.clone());
     match envd.run(
