@@ -181,3 +181,53 @@ async fn an_http_adapter_replaying_create_is_caught() {
         "replay not caught; failed: {failed:?}"
     );
 }
+
+/// The suite against an E2B build (`e2b.wasm` or a mutant) and the fake E2B.
+async fn e2b_suite(name: &str) -> Report {
+    let configuration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/e2b.json"),
+    )
+    .expect("e2b profile");
+    let target = Target {
+        component: component(name),
+        mode: Mode::Direct,
+        configuration,
+        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
+        budget_ms: 2_000,
+        fixture: Fixture::FakeE2b,
+    };
+    contract_suite::run(&target, false)
+        .await
+        .expect("suite runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_e2b_adapter_passes_every_case() {
+    let report = e2b_suite("e2b.wasm").await;
+    assert!(
+        report.cases.len() >= 100,
+        "only {} cases",
+        report.cases.len()
+    );
+    assert_eq!(report.failed(), 0, "{}", report.render("e2b.wasm"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
+    let failed = failed_ids(&e2b_suite("mutant-e2b-replay-create.wasm").await);
+    assert!(
+        failed
+            .iter()
+            .any(|id| id.starts_with("failure.create.lost-response.")),
+        "not caught; failed: {failed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_e2b_kill_without_terminal_proof_is_caught() {
+    let failed = failed_ids(&e2b_suite("mutant-e2b-kill-without-proof.wasm").await);
+    assert!(
+        failed.iter().any(|id| id.starts_with("failure.kill.")),
+        "not caught; failed: {failed:?}"
+    );
+}

@@ -49,6 +49,10 @@ const MUTANTS: [&str; 6] = [
     "settle-on-observation",
 ];
 
+/// Broken builds of the E2B adapter (its `mutant-*` features), staged as
+/// `mutant-e2b-<name>.wasm`.
+const E2B_MUTANTS: [&str; 2] = ["replay-create", "kill-without-proof"];
+
 /// Builds components in the plugins workspace (release, wasm32-wasip2).
 fn build_components(extra: &[&str]) -> Result<()> {
     let manifest = workspace_root().join("plugins/Cargo.toml");
@@ -121,7 +125,7 @@ fn build_plugins(out: &Path) -> Result<()> {
     }
     eprintln!(
         "[3/3] building the contract suite's {} mutants",
-        MUTANTS.len()
+        MUTANTS.len() + E2B_MUTANTS.len()
     );
     for mutant in MUTANTS {
         build_components(&["--package", "mutants", "--features", mutant])?;
@@ -131,6 +135,17 @@ fn build_plugins(out: &Path) -> Result<()> {
             &format!("mutant-{mutant}.wasm"),
         )?;
     }
+    for mutant in E2B_MUTANTS {
+        let feature = format!("mutant-{mutant}");
+        build_components(&["--package", "e2b", "--features", &feature])?;
+        stage(
+            &built.join("e2b.wasm"),
+            &out,
+            &format!("mutant-e2b-{mutant}.wasm"),
+        )?;
+    }
+    // Leave the plain adapter as the last build of its crate.
+    build_components(&["--package", "e2b"])?;
     Ok(())
 }
 

@@ -340,10 +340,10 @@ mod tests {
             metadata_filter(&[("user", "abc"), ("app", "prod")]),
             "user%3Dabc%26app%3Dprod"
         );
-        // `=`, `&` and `%` inside a value survive both decodings.
+        // `=`, `&` and `%` inside a value survive the three decodings.
         assert_eq!(
             metadata_filter(&[("k", "a=b&c%")]),
-            "k%3Da%253Db%2526c%2525"
+            "k%3Da%25253Db%252526c%252525"
         );
     }
 }
