@@ -517,6 +517,45 @@ extra_hosts = ["core.internal:10.0.0.1"]
         );
     }
 
+    /// The README's E2B example, as an operator writes it.
+    #[test]
+    fn the_e2b_kind_is_configured_as_the_readme_shows() {
+        let files = Files::new();
+        let dir = files.dir.path();
+        let key = dir.join("e2b.key");
+        std::fs::write(&key, "{\"api_key\":\"e2b_0123\"}").expect("key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let section = format!(
+            r#"[kinds.e2b]
+credential_file = "{}"
+[kinds.e2b.configuration]
+template = "oac-runtime:2c5d9a1e-8b3f-4c6d-9e7f-0a1b2c3d4e5f"
+api_url = ""
+domain = ""
+cpu_count = 2
+memory_mb = 1024
+"#,
+            key.display()
+        );
+        let text = files.config(&section).replace(
+            "[listen]",
+            &format!("state_dir = \"{}/state\"\n[listen]", dir.display()),
+        );
+        let config = NodeConfig::parse(&text, &registry::builtin()).expect("valid");
+        let binding = &config.bindings["e2b"];
+        assert!(binding.receipts.is_some());
+        assert_eq!(binding.configuration["cpu_count"], 2);
+        let grant = config.registrations[0]
+            .grants
+            .http_endpoint
+            .as_ref()
+            .expect("an endpoint grant");
+        assert_eq!(
+            grant.resolve(&binding.configuration).map_err(|e| e.field()),
+            Ok(("https://api.e2b.app".into(), "e2b.app".into()))
+        );
+    }
+
     #[test]
     fn a_kind_granted_docker_needs_a_valid_container_policy() {
         let files = Files::new();
