@@ -353,3 +353,79 @@ async fn a_foreign_sandbox_is_never_touched() {
     let left: Vec<String> = fake.sandboxes().into_iter().map(|s| s.id).collect();
     assert_eq!(left, vec![foreign], "only our sandbox was removed");
 }
+
+#[tokio::test]
+async fn a_create_whose_answer_never_comes_is_unknown_and_never_resent() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+    for (step, status) in [(0, 504), (1, 0)] {
+        // 504 after the sandbox is made; then a connection that never answers.
+        let allocation = format!("lost-{step}");
+        if status == 0 {
+            fake.stall_next_create_after_commit();
+        } else {
+            fake.fail_next_create_after_commit(status);
+        }
+        let short = Budget::from_millis(3_000).expect("budget");
+        assert_eq!(
+            kind.create(bootstrap(&allocation), short)
+                .await
+                .map_err(|failure| failure.error),
+            Err(Error::ComputeUnconfirmed),
+            "status {status}"
+        );
+        let found = kind
+            .get_info(reference(&allocation), budget())
+            .await
+            .expect("found by its labels");
+        assert!(!found.create_settled, "an unknown outcome is never settled");
+    }
+    assert_eq!(posts(&fake), 2, "one POST per Create, never resent");
+}
+
+#[tokio::test]
+async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unknown() {
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+    let id = kind
+        .create(bootstrap("a"), budget())
+        .await
+        .expect("created")
+        .provider_id
+        .expect("id");
+
+    fake.cut_next_command_stream();
+    assert_eq!(
+        kind.run_command(reference("a"), command(&["echo", "hi"], None), budget())
+            .await,
+        Err(Error::CommandUnconfirmed),
+        "a stream that stops without its end is an unknown outcome"
+    );
+    let starts = fake
+        .requests()
+        .iter()
+        .filter(|request| request.ends_with("/process.Process/Start"))
+        .count();
+    assert_eq!(starts, 2, "the init and the one command, never resent");
+
+    assert!(fake.vanish(&id), "the lease ran out early");
+    assert_eq!(
+        kind.run_command(reference("a"), command(&["echo", "hi"], None), budget())
+            .await,
+        Err(Error::NotFound)
+    );
+    let info = kind.get_info(reference("a"), budget()).await.expect("info");
+    assert_eq!(
+        (info.state, info.provider_id, info.create_settled),
+        (LifecycleState::Absent, None, true),
+        "the Create had ended (its receipt), and the sandbox is gone"
+    );
+    let killed = kind.kill(reference("a"), budget()).await.expect("killed");
+    assert_eq!(killed.state, LifecycleState::Absent);
+}
