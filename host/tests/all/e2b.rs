@@ -429,3 +429,96 @@ async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unkn
     let killed = kind.kill(reference("a"), budget()).await.expect("killed");
     assert_eq!(killed.state, LifecycleState::Absent);
 }
+
+#[tokio::test]
+async fn observation_discovery_and_verification_read_e2b() {
+    use sandbox_host::provider::ConfigurationProvider;
+    use sandbox_host::types::{Configuration, Target};
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ReceiptStore::open(dir.path()).expect("store");
+    let host = load(&fake, &store).await;
+    let kind = host.kind("e2b").expect("kind");
+    let id = kind
+        .create(bootstrap("a"), budget())
+        .await
+        .expect("created")
+        .provider_id;
+
+    let target = |allocation: &str| Target {
+        reference: reference(allocation),
+        provider_id: id.clone(),
+    };
+    let sample = kind.observe(target("a"), budget()).await.expect("a sample");
+    assert_eq!(sample.memory_limit_bytes, 1024 << 20);
+    assert!((sample.cpus - 0.25).abs() < 1e-9, "{}", sample.cpus);
+    assert!(sample.started_at.is_some());
+    let batch = kind
+        .observe_batch(vec![target("a"), target("b"), target("a")], budget())
+        .await
+        .expect("a batch");
+    assert_eq!(batch.len(), 3);
+    assert!(batch[0].is_ok() && batch[2].is_ok(), "{batch:?}");
+    assert!(batch[1].is_err(), "no sandbox for b: {batch:?}");
+
+    let writes = || {
+        fake.requests()
+            .iter()
+            .filter(|request| !request.starts_with("GET"))
+            .count()
+    };
+    let writes_before = writes();
+    let key = json!({"api_key": e2b_api::API_KEY}).to_string();
+    let public = |template: &str| {
+        json!({"template": template, "api_url": e2b_api::API_URL, "domain": e2b_api::DOMAIN})
+            .to_string()
+    };
+    let candidate = |template: &str, key: &str| Configuration {
+        public: public(template),
+        credential: Some(key.to_string()),
+    };
+    let ready = format!("{}:{}", e2b_api::TEMPLATE, e2b_api::BUILD);
+    let resolved = kind
+        .discover_selection(candidate(&ready, &key), budget())
+        .await
+        .expect("resolved");
+    let resolved: serde_json::Value = serde_json::from_str(&resolved.public).expect("JSON");
+    assert_eq!(
+        (&resolved["cpu_count"], &resolved["memory_mb"]),
+        (&json!(2), &json!(1024)),
+        "the build's resources adopted"
+    );
+    let building = format!("{}:7f000000-0000-4000-8000-000000000001", e2b_api::TEMPLATE);
+    assert_eq!(
+        kind.discover_selection(candidate(&building, &key), budget())
+            .await,
+        Err(Error::Invalid),
+        "a build that is not ready"
+    );
+
+    let query = json!({"api_url": e2b_api::API_URL, "domain": e2b_api::DOMAIN}).to_string();
+    let found = kind
+        .discover_configuration(query, budget())
+        .await
+        .expect("discovered");
+    assert_eq!(found.len(), 1, "only the ready build: {found:?}");
+    assert!(found[0].contains(&ready));
+
+    assert_eq!(
+        kind.verify_credential(candidate(&ready, &key), vec![reference("a")], budget())
+            .await,
+        Ok(())
+    );
+    let wrong = json!({"api_key": "e2b_ffffffffffffffffffffffffffffffffffffffff"}).to_string();
+    assert_eq!(
+        kind.verify_credential(candidate(&ready, &wrong), vec![reference("a")], budget())
+            .await,
+        Err(Error::Invalid),
+        "a key E2B refuses"
+    );
+    assert_eq!(
+        writes(),
+        writes_before,
+        "discovery and verification only read"
+    );
+}
