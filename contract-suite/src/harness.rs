@@ -113,6 +113,8 @@ pub struct Harness {
     pub engine: Engine,
     /// The state directory of the kind's receipts, while it runs.
     _state: Option<tempfile::TempDir>,
+    /// What the host was loaded with, to load it again ([`Self::restarted`]).
+    loaded: (Registration, NodeBinding, PathBuf),
     /// The recorder at the capability boundary.
     pub recorder: Arc<Recorder>,
     /// Every answer the component gave, rendered, for the leak checks.
@@ -217,26 +219,40 @@ impl Harness {
             }),
             hook: Some(recorder.clone()),
         };
-        let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
-        let host = Host::load_unpoliced(
-            runtime,
-            &[registration],
-            &dir,
-            &BTreeMap::from([(KIND.to_string(), binding)]),
-        )
-        .await
-        .map_err(|error| HarnessError::Load(error.to_string()))?;
+        let loaded = (registration, binding, dir);
+        let host = Self::load(&loaded).await?;
         let budget =
             Budget::from_millis(target.budget_ms).map_err(|_| HarnessError::Configuration)?;
         Ok(Self {
             host,
             engine,
             _state: state,
+            loaded,
             recorder,
             answers: Mutex::default(),
             budget,
             allocations: AtomicUsize::new(0),
         })
+    }
+
+    async fn load(loaded: &(Registration, NodeBinding, PathBuf)) -> Result<Host, HarnessError> {
+        let (registration, binding, dir) = loaded;
+        let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
+        Host::load_unpoliced(
+            runtime,
+            std::slice::from_ref(registration),
+            dir,
+            &BTreeMap::from([(KIND.to_string(), binding.clone())]),
+        )
+        .await
+        .map_err(|error| HarnessError::Load(error.to_string()))
+    }
+
+    /// The component loaded again by a new host on the same native side
+    /// and the same receipts: what a restart of Core's process (or a node)
+    /// leaves. Calls on it are recorded like the first host's.
+    pub async fn restarted(&self) -> Result<Host, HarnessError> {
+        Self::load(&self.loaded).await
     }
 
     /// The component's validated declaration and inventory.

@@ -51,7 +51,8 @@ struct Cli {
     e2b: bool,
     /// Run only these clauses (repeatable; default: all): declaration,
     /// unsupported, lifecycle, failure-matrix, ownership, commands,
-    /// checkpoint (only for a component that declares checkpoints), leaks.
+    /// checkpoint (only for a component that declares checkpoints),
+    /// receipts (only for a kind granted receipts), leaks.
     #[arg(long = "clause", value_name = "CLAUSE")]
     clauses: Vec<String>,
     /// Also write the results as JUnit XML to this file.

@@ -230,4 +230,8 @@ async fn an_e2b_kill_without_terminal_proof_is_caught() {
         failed.iter().any(|id| id.starts_with("failure.kill.")),
         "not caught; failed: {failed:?}"
     );
+    assert!(
+        failed.contains(&"receipts.kill-needs-proof".to_string()),
+        "not caught by the receipts clause; failed: {failed:?}"
+    );
 }

@@ -8,6 +8,7 @@ mod failures;
 mod leaks;
 mod lifecycle;
 mod ownership;
+mod receipts;
 mod unsupported;
 
 use crate::harness::Harness;
@@ -116,11 +117,14 @@ pub enum Clause {
     Checkpoint,
     /// Nothing leaks; nothing is left.
     Leaks,
+    /// Durable receipts prove settlement across restarts (kinds granted
+    /// receipts).
+    Receipts,
 }
 
 impl Clause {
     /// Every clause, in the order a run takes them.
-    pub const ALL: [Clause; 8] = [
+    pub const ALL: [Clause; 9] = [
         Clause::Declaration,
         Clause::Unsupported,
         Clause::Lifecycle,
@@ -128,6 +132,7 @@ impl Clause {
         Clause::Ownership,
         Clause::Commands,
         Clause::Checkpoint,
+        Clause::Receipts,
         Clause::Leaks,
     ];
 
@@ -142,6 +147,7 @@ impl Clause {
             Clause::Commands => "commands",
             Clause::Checkpoint => "checkpoint",
             Clause::Leaks => "leaks",
+            Clause::Receipts => "receipts",
         }
     }
 
@@ -164,6 +170,7 @@ pub async fn run(harness: &Harness, clauses: &[Clause], progress: bool) -> Repor
             Clause::Commands => commands::run(&mut runner).await,
             Clause::Checkpoint => checkpoint::run(&mut runner).await,
             Clause::Leaks => leaks::run(&mut runner).await,
+            Clause::Receipts => receipts::run(&mut runner).await,
         }
     }
     runner.finish()

@@ -1,0 +1,136 @@
+//! Clause `receipts`, for kinds granted durable receipts: settlement proved
+//! across a restart, a refusal proved without asking the vendor, Kill
+//! answering only on terminal proof, and commands admitted only on
+//! bootstrapped compute and bounded by the deadline.
+
+use super::{Runner, actions, ensure};
+use crate::fixtures::Engine;
+use crate::harness::KIND;
+use crate::report::Level;
+use sandbox_host::provider::SandboxProvider;
+use sandbox_host::types::{Error, LifecycleState};
+
+pub async fn run(runner: &mut Runner<'_>) {
+    let h = runner.harness;
+    if !h.keeps_receipts() {
+        return;
+    }
+    let reference = h.allocation("receipts");
+    let created = h.create(&reference).await;
+    let Ok(created) = created else {
+        runner.failed(
+            "receipts.setup",
+            "receipts",
+            "Create succeeds for the receipt cases.",
+            format!("{created:?}"),
+        );
+        return;
+    };
+    let r = &reference;
+    runner
+        .case(
+            "receipts.restart",
+            "receipts",
+            Level::Must,
+            "After a restart, GetInfo reads its receipt and answers the same compute, settled.",
+            async |h| {
+                let restarted = h.restarted().await.map_err(|error| error.to_string())?;
+                let kind = restarted.kind(KIND).map_err(|error| format!("{error:?}"))?;
+                let (answer, requests) = h
+                    .with_fault(None, async || kind.get_info(r.clone(), h.budget()).await)
+                    .await;
+                let info = answer.map_err(|error| format!("{error:?}"))?;
+                ensure(
+                    info.provider_id == created.provider_id
+                        && info.create_settled
+                        && h.rests_on_a_receipt(&requests),
+                    || format!("{info:?} after {:?}", actions(&requests)),
+                )
+            },
+        )
+        .await;
+    runner
+        .case(
+            "receipts.kill-needs-proof",
+            "receipts",
+            Level::Must,
+            "Kill of a reference with no receipt and nothing found is not a settled success: nothing proves that no attempt made compute.",
+            async |h| {
+                let never = h.allocation("receipts-never");
+                let answer = h.kill(&never).await;
+                ensure(!matches!(&answer, Ok(info) if info.create_settled), || {
+                    format!("{answer:?}")
+                })
+            },
+        )
+        .await;
+    runner
+        .case(
+            "receipts.command-admission",
+            "receipts",
+            Level::Must,
+            "RunCommand on a reference with no compute is refused before any command starts.",
+            async |h| {
+                let never = h.allocation("receipts-no-compute");
+                let (answer, requests) = h
+                    .with_fault(None, async || {
+                        h.run_command(&never, &["echo", "hi"], None).await
+                    })
+                    .await;
+                let started = requests
+                    .iter()
+                    .filter(|request| request.target.ends_with("/process.Process/Start"))
+                    .count();
+                ensure(answer.is_err() && started == 0, || {
+                    format!("{answer:?} after {:?}", actions(&requests))
+                })
+            },
+        )
+        .await;
+    if let Engine::E2b(fake) = &h.engine {
+        runner
+            .case(
+                "receipts.command-deadline",
+                "receipts",
+                Level::Must,
+                "A command still running at the deadline is command-unconfirmed.",
+                async |h| {
+                    let answer = h.run_command(r, &["sleep-forever"], None).await;
+                    ensure(matches!(answer, Err(Error::CommandUnconfirmed)), || {
+                        format!("{answer:?}")
+                    })
+                },
+            )
+            .await;
+        runner
+            .case(
+                "receipts.settled-refusal",
+                "receipts",
+                Level::Must,
+                "A Create E2B refuses (429) is settled absence, and GetInfo then proves it without a vendor request.",
+                async |h| {
+                    let refused = h.allocation("receipts-refused");
+                    fake.refuse_next("/sandboxes", 429);
+                    let created = h.create(&refused).await;
+                    let settled = matches!(&created, Err(failure)
+                        if failure.info.as_ref().is_some_and(|info| info.create_settled
+                            && info.state == LifecycleState::Absent));
+                    ensure(settled, || format!("create {created:?}"))?;
+                    let (answer, requests) =
+                        h.with_fault(None, async || h.get_info(&refused).await).await;
+                    let vendor = requests
+                        .iter()
+                        .filter(|request| request.action.capability() != "receipts")
+                        .count();
+                    ensure(
+                        matches!(&answer, Ok(info) if info.create_settled
+                            && info.state == LifecycleState::Absent)
+                            && vendor == 0,
+                        || format!("{answer:?} after {:?}", actions(&requests)),
+                    )
+                },
+            )
+            .await;
+    }
+    h.cleanup(&reference).await;
+}
