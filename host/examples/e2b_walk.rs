@@ -54,7 +54,9 @@ async fn main() -> Result<()> {
     )
     .await
     .context("loading the e2b kind (run `cargo xtask build-plugins` first)")?;
-    let kind = host.kind("e2b").map_err(|_| anyhow::anyhow!("no e2b kind"))?;
+    let kind = host
+        .kind("e2b")
+        .map_err(|_| anyhow::anyhow!("no e2b kind"))?;
     let budget = Budget::from_millis(30_000)?;
     let reference = Reference {
         tenant_id: "tenant-1".into(),
@@ -72,7 +74,10 @@ async fn main() -> Result<()> {
         allowed_domains: Vec::new(),
     };
     println!("create:      {:?}", kind.create(bootstrap, budget).await);
-    println!("get-info:    {:?}", kind.get_info(reference.clone(), budget).await);
+    println!(
+        "get-info:    {:?}",
+        kind.get_info(reference.clone(), budget).await
+    );
     let command = Command {
         args: vec!["cat".into()],
         directory: None,
@@ -81,10 +86,19 @@ async fn main() -> Result<()> {
     let ran = kind.run_command(reference.clone(), command, budget).await;
     println!(
         "run-command: {:?}",
-        ran.map(|result| (String::from_utf8_lossy(&result.stdout).into_owned(), result.exit_code))
+        ran.map(|result| (
+            String::from_utf8_lossy(&result.stdout).into_owned(),
+            result.exit_code
+        ))
     );
-    println!("renew:       {:?}", kind.renew(reference.clone(), budget).await);
-    println!("kill:        {:?}", kind.kill(reference.clone(), budget).await);
+    println!(
+        "renew:       {:?}",
+        kind.renew(reference.clone(), budget).await
+    );
+    println!(
+        "kill:        {:?}",
+        kind.kill(reference.clone(), budget).await
+    );
     println!("get-info:    {:?}", kind.get_info(reference, budget).await);
     println!("E2B requests: {:#?}", fake.requests());
     Ok(())

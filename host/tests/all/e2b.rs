@@ -58,6 +58,31 @@ async fn load(fake: &FakeE2b, store: &ReceiptStore) -> Host {
         .expect("the e2b kind loads")
 }
 
+/// The fake E2B with the kind loaded against it and its receipts.
+struct World {
+    fake: FakeE2b,
+    host: Host,
+    _state: tempfile::TempDir,
+}
+
+impl World {
+    async fn start() -> Self {
+        let fake = FakeE2b::start().await.expect("fake E2B");
+        let state = tempfile::tempdir().expect("tempdir");
+        let store = ReceiptStore::open(state.path()).expect("store");
+        let host = load(&fake, &store).await;
+        World {
+            fake,
+            host,
+            _state: state,
+        }
+    }
+
+    fn kind(&self) -> &sandbox_host::Kind {
+        self.host.kind("e2b").expect("kind")
+    }
+}
+
 fn bootstrap(allocation: &str) -> Bootstrap {
     Bootstrap {
         reference: reference(allocation),
@@ -88,11 +113,8 @@ fn posts(fake: &FakeE2b) -> usize {
 
 #[tokio::test]
 async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
 
     let created = kind
         .create(bootstrap("a"), budget())
@@ -204,7 +226,7 @@ async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
         Ok(LifecycleState::Absent),
         "settled absence once the sandbox is gone"
     );
-    assert_eq!(posts(&fake), 1, "one sandbox, one create");
+    assert_eq!(posts(fake), 1, "one sandbox, one create");
 }
 
 #[tokio::test]
@@ -249,11 +271,8 @@ async fn receipts_find_the_sandbox_after_a_restart() {
 
 #[tokio::test]
 async fn a_settled_refusal_proves_absence_without_asking_e2b() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
     fake.refuse_next("/sandboxes", 429);
     let refused = kind.create(bootstrap("a"), budget()).await;
     assert_eq!(
@@ -281,11 +300,8 @@ async fn a_settled_refusal_proves_absence_without_asking_e2b() {
 
 #[tokio::test]
 async fn an_unknown_create_is_never_replayed_and_kill_needs_terminal_proof() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
 
     assert_eq!(
         kind.kill(reference("never"), budget())
@@ -308,7 +324,7 @@ async fn an_unknown_create_is_never_replayed_and_kill_needs_terminal_proof() {
     let again = kind.create(bootstrap("a"), budget()).await;
     let failure = again.expect_err("exists");
     assert_eq!(failure.error, Error::Exists);
-    assert_eq!(posts(&fake), 1, "never replayed");
+    assert_eq!(posts(fake), 1, "never replayed");
     // GetInfo finds it by its labels, unsettled (the attempt's end is unknown).
     let info = kind.get_info(reference("a"), budget()).await.expect("info");
     assert_eq!(
@@ -323,11 +339,8 @@ async fn an_unknown_create_is_never_replayed_and_kill_needs_terminal_proof() {
 
 #[tokio::test]
 async fn a_foreign_sandbox_is_never_touched() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
     // Another installation's sandbox for the same reference.
     let foreign = fake.insert(
         [
@@ -356,11 +369,8 @@ async fn a_foreign_sandbox_is_never_touched() {
 
 #[tokio::test]
 async fn a_create_whose_answer_never_comes_is_unknown_and_never_resent() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
     for (step, status) in [(0, 504), (1, 0)] {
         // 504 after the sandbox is made; then a connection that never answers.
         let allocation = format!("lost-{step}");
@@ -383,16 +393,13 @@ async fn a_create_whose_answer_never_comes_is_unknown_and_never_resent() {
             .expect("found by its labels");
         assert!(!found.create_settled, "an unknown outcome is never settled");
     }
-    assert_eq!(posts(&fake), 2, "one POST per Create, never resent");
+    assert_eq!(posts(fake), 2, "one POST per Create, never resent");
 }
 
 #[tokio::test]
 async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unknown() {
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
     let id = kind
         .create(bootstrap("a"), budget())
         .await
@@ -434,11 +441,8 @@ async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unkn
 async fn observation_discovery_and_verification_read_e2b() {
     use sandbox_host::provider::ConfigurationProvider;
     use sandbox_host::types::{Configuration, Target};
-    let fake = FakeE2b::start().await.expect("fake E2B");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
-    let host = load(&fake, &store).await;
-    let kind = host.kind("e2b").expect("kind");
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
     let id = kind
         .create(bootstrap("a"), budget())
         .await

@@ -38,6 +38,16 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
 }
 
 async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Error> {
+    fetcher_info(allowed, None, json!({ "action": "http-get", "url": url })).await
+}
+
+/// GetInfo of a steerable kind allowed `allowed`, holding `credential`,
+/// steered by `steering`.
+async fn fetcher_info(
+    allowed: &str,
+    credential: Option<&str>,
+    steering: serde_json::Value,
+) -> Result<sandbox_host::types::Info, Error> {
     let registration = Registration {
         grants: Grants {
             docker: false,
@@ -47,13 +57,11 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Erro
         },
         ..steerable("fetcher")
     };
-    let host = load_one(
-        registration,
-        binding(None, json!({ "action": "http-get", "url": url })),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads");
+    let mut binding = binding(None, steering);
+    binding.credential = credential.map(Into::into);
+    let host = load_one(registration, binding, Connect::Capabilities)
+        .await
+        .expect("host loads");
     let allocation = Reference {
         tenant_id: "t".into(),
         environment_id: "e".into(),
@@ -211,28 +219,7 @@ async fn policy_server() -> (String, Seen) {
 /// What `http-fetch` (or `http-stream`) steered by `steering` answered, for
 /// a kind allowed `origin` holding `credential`.
 async fn fetch(origin: &str, credential: Option<&str>, steering: serde_json::Value) -> String {
-    let registration = Registration {
-        grants: Grants {
-            docker: false,
-            http_origins: vec![origin.to_string()],
-            receipts: false,
-            http_endpoint: None,
-        },
-        ..steerable("fetcher")
-    };
-    let mut binding = binding(None, steering);
-    binding.credential = credential.map(Into::into);
-    let host = load_one(registration, binding, Connect::Capabilities)
-        .await
-        .expect("host loads");
-    let allocation = Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    };
-    host.kind("fetcher")
-        .expect("a loaded kind")
-        .get_info(allocation, Budget::from_millis(10_000).expect("budget"))
+    fetcher_info(origin, credential, steering)
         .await
         .expect("answered")
         .provider_id

@@ -246,22 +246,19 @@ impl Api {
         }
     }
 
-    /// `GET /v2/sandboxes` of running and paused sandboxes whose metadata
-    /// holds all of `pairs`, every page.
-    pub fn list(&self, pairs: &[(&str, &str)]) -> Result<Vec<Sandbox>, Failed> {
+    /// Every page of a paged list: `path` is the first page's path (with
+    /// its query), each next page adds E2B's `nextToken`.
+    fn pages<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, Failed> {
         let mut all = Vec::new();
         let mut token: Option<String> = None;
         // Bounded: a caller never needs more than a few pages.
         for _ in 0..50 {
-            let mut path = format!(
-                "/v2/sandboxes?state=running,paused&limit=100&metadata={}",
-                metadata_filter(pairs)
-            );
-            if let Some(token) = &token {
-                path.push_str(&format!("&nextToken={}", encode(token)));
-            }
-            let (page, headers): (Vec<Sandbox>, _) =
-                self.json(&self.request(Method::Get, &path), 200)?;
+            let page_path = match &token {
+                Some(token) => format!("{path}&nextToken={}", encode(token)),
+                None => path.to_string(),
+            };
+            let (page, headers): (Vec<T>, _) =
+                self.json(&self.request(Method::Get, &page_path), 200)?;
             all.extend(page);
             token = headers
                 .into_iter()
@@ -273,6 +270,15 @@ impl Api {
             }
         }
         Err(Failed::Malformed)
+    }
+
+    /// `GET /v2/sandboxes` of running and paused sandboxes whose metadata
+    /// holds all of `pairs`, every page.
+    pub fn list(&self, pairs: &[(&str, &str)]) -> Result<Vec<Sandbox>, Failed> {
+        self.pages(&format!(
+            "/v2/sandboxes?state=running,paused&limit=100&metadata={}",
+            metadata_filter(pairs)
+        ))
     }
 
     /// `POST /sandboxes/{id}/timeout`: the lease from now.
@@ -300,26 +306,7 @@ impl Api {
 
     /// `GET /v2/templates`, every page.
     pub fn templates(&self) -> Result<Vec<Template>, Failed> {
-        let mut all = Vec::new();
-        let mut token: Option<String> = None;
-        for _ in 0..50 {
-            let mut path = "/v2/templates?limit=100".to_string();
-            if let Some(token) = &token {
-                path.push_str(&format!("&nextToken={}", encode(token)));
-            }
-            let (page, headers): (Vec<Template>, _) =
-                self.json(&self.request(Method::Get, &path), 200)?;
-            all.extend(page);
-            token = headers
-                .into_iter()
-                .find(|(name, _)| name.eq_ignore_ascii_case("x-next-token"))
-                .map(|(_, value)| value)
-                .filter(|value| !value.is_empty());
-            if token.is_none() {
-                return Ok(all);
-            }
-        }
-        Err(Failed::Malformed)
+        self.pages("/v2/templates?limit=100")
     }
 
     /// `GET /templates/{id}`: the template's builds (first page).
