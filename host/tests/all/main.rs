@@ -14,6 +14,7 @@ mod direct;
 mod docker_adapter;
 mod docker_engine;
 mod e2b;
+mod e2b_init;
 mod hostile;
 mod http;
 mod isolation;
