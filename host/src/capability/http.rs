@@ -321,7 +321,8 @@ impl http_body::Body for RequestBody {
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        // `SyncWrapper` lends only `&mut`; the hint was taken at admission.
+        // Unknown here (`SyncWrapper` lends only `&mut`): a request with a
+        // body carries its `content-length`, which the transport uses.
         http_body::SizeHint::default()
     }
 }
