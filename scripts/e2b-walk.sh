@@ -8,4 +8,5 @@ cd "$(dirname "$0")/.."
 echo "== building the components (cargo xtask build-plugins)"
 cargo xtask build-plugins >target/e2b-walk-build.log 2>&1 || { cat target/e2b-walk-build.log; exit 1; }
 echo "== one allocation through the e2b kind against the fake E2B"
-cargo run -q -p sandbox-host --example e2b_walk -- target/plugins
+cargo build -q --workspace --examples
+target/debug/examples/e2b_walk target/plugins
