@@ -9,6 +9,12 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+/// Most WASI and `wasi:http` resources (pollables, streams, fields,
+/// requests) one call may hold at once. A provider call needs a few dozen;
+/// the default (a million) would let one component make the host hold
+/// gigabytes of handles. Beyond it the import fails and the call traps.
+pub const MAX_TABLE_ENTRIES: usize = 16_384;
+
 /// Per-call store data.
 pub(crate) struct CallState {
     wasi: WasiCtx,
@@ -41,7 +47,11 @@ impl CallState {
     ) -> Self {
         Self {
             wasi: WasiCtx::builder().build(),
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_TABLE_ENTRIES);
+                table
+            },
             limits: CallLimits {
                 inner: StoreLimitsBuilder::new()
                     .memory_size(max_memory_bytes)

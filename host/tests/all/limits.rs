@@ -36,6 +36,7 @@ async fn host() -> Host {
     let kinds = [
         ("looper", "loop"),
         ("hoarder", "allocate"),
+        ("flooder", "table-flood"),
         ("panicker", "panic"),
         ("quiet", "none"),
         ("counter", "count"),
@@ -46,7 +47,10 @@ async fn host() -> Host {
         .map(|(kind, action)| {
             (
                 kind.to_string(),
-                binding(Some("/run/engine.sock".into()), json!({ "action": action })),
+                binding(
+                    Some("/run/engine.sock".into()),
+                    json!({ "action": action, "count": 100_000 }),
+                ),
             )
         })
         .collect();
@@ -247,5 +251,29 @@ async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
             .run_command(reference(), command, budget(5_000))
             .await,
         Err(Error::Invalid)
+    );
+}
+
+/// A flood of WASI pollables in one call ends at the host's table cap
+/// (16 384 entries): the call traps, its outcome unknown, and the host keeps
+/// serving. 100 000 is far above the cap and far below wasmtime's default
+/// (a million), which would have let the call succeed; two million (the
+/// steerable default) end the same way.
+#[tokio::test]
+async fn a_flood_of_wasi_resources_ends_at_the_table_cap() {
+    let host = host().await;
+    let outcome = host
+        .kind("flooder")
+        .expect("a loaded kind")
+        .get_info(reference(), budget(60_000))
+        .await;
+    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+    assert!(
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
+            .await
+            .is_ok(),
+        "host still serves"
     );
 }

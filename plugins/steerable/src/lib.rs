@@ -85,6 +85,8 @@ struct Steering {
     credential_field: Option<String>,
     headers: Vec<(String, String)>,
     release_url: Option<String>,
+    /// `table-flood`: how many pollables to hold.
+    count: Option<u32>,
     /// Receipt actions (see `receipts.rs`).
     receipt_key: Option<String>,
     receipt_value: Option<String>,
@@ -435,6 +437,14 @@ fn act(allocation: Reference) -> Result<Info, Error> {
         // An answer larger than any transport frame.
         "huge-id" => Ok(info(allocation, Some("x".repeat(5 << 20)))),
         "loop" => spin_forever(),
+        // Holds `count` (default two million) WASI pollables at once.
+        "table-flood" => {
+            let mut held = Vec::new();
+            for _ in 0..steering.count.unwrap_or(2_000_000) {
+                held.push(wasip2::clocks::monotonic_clock::subscribe_duration(1 << 40));
+            }
+            Ok(info(allocation, Some(held.len().to_string())))
+        }
         "allocate" => {
             let mut hoard: Vec<Vec<u8>> = Vec::new();
             loop {
