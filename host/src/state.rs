@@ -33,6 +33,8 @@ pub(crate) struct CallState {
     /// What a settlement claim of this call's answer may rest on: a durable
     /// receipt of its allocation once the call has read one.
     pub(crate) evidence: oac_provider_api::police::Evidence,
+    /// Receipt keys this call wrote (they are no evidence for it).
+    pub(crate) receipts_written: Vec<String>,
     /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
     pub(crate) logged: u32,
 }
@@ -73,6 +75,7 @@ impl CallState {
             capabilities,
             secrets: Vec::new(),
             evidence: oac_provider_api::police::Evidence::Answer,
+            receipts_written: Vec::new(),
             logged: 0,
         }
     }

@@ -259,6 +259,9 @@ fn changed(outcome: Result<(), Crossing<StoreFailure>>) -> Result<(), ReceiptsEr
 impl receipts::Host for CallState {
     async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
         let (broker, owned) = self.receipt("get", key)?;
+        // A record this call wrote itself proves nothing about an earlier
+        // Create: only one it found there does.
+        let written_here = self.receipts_written.contains(&owned.key);
         let found = cross(
             self.deadline,
             broker,
@@ -268,7 +271,7 @@ impl receipts::Host for CallState {
         )
         .await
         .map_err(|_| ReceiptsError::Unavailable)?;
-        if found.is_some() {
+        if found.is_some() && !written_here {
             // The answer of this call may rest on a durable receipt.
             self.evidence = oac_provider_api::police::Evidence::Receipt;
         }
@@ -280,6 +283,8 @@ impl receipts::Host for CallState {
         if value.len() > MAX_RECEIPT_BYTES {
             return Err(ReceiptsError::Invalid);
         }
+        // Counted before the write: a failed write may have landed.
+        self.receipts_written.push(owned.key.clone());
         let outcome = cross(
             self.deadline,
             broker,

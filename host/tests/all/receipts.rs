@@ -368,6 +368,27 @@ async fn an_observation_claims_settlement_only_on_a_receipt_it_read() {
         Err(Error::ComputeUnconfirmed),
         "no receipt read: the claim is unknown"
     );
+    drop(host);
+    let mut forging = binding(
+        None,
+        json!({"action": "receipt-settled-absence", "receipt_key": "forged", "receipt_value": "forge"}),
+    );
+    forging.receipts = Some(store.clone());
+    let forger = load_one(direct("alpha"), forging, Connect::Capabilities)
+        .await
+        .expect("loads");
+    assert_eq!(
+        forger
+            .kind("alpha")
+            .expect("kind")
+            .get_info(reference("a"), budget())
+            .await,
+        Err(Error::ComputeUnconfirmed),
+        "a receipt the call wrote itself is no evidence"
+    );
+    drop(forger);
+    let host = load(direct("alpha")).await.expect("loads");
+    let kind = host.kind("alpha").expect("kind");
     assert_eq!(
         kind.kill(reference("a"), budget())
             .await

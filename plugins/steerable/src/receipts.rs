@@ -9,7 +9,8 @@
 //! spins until the host ends it: a crash test kills the process then.
 //! `receipt-settled-absence` reads the receipt and, found or not, answers
 //! settled absence: the host accepts the claim only after a read that
-//! found one.
+//! found one written before the call (with `receipt_value` `forge` it
+//! writes the receipt itself first).
 
 use crate::{Steering, spin_forever};
 use oac_provider_sdk::prelude::*;
@@ -72,6 +73,10 @@ pub(crate) fn settled_absence(steering: &Steering, allocation: Reference) -> Inf
         .receipt_key
         .clone()
         .unwrap_or_else(|| "create_pending".into());
+    if steering.receipt_value.as_deref() == Some("forge") {
+        // A component forging its own evidence within the call.
+        let _ = receipts::put(&key, b"forged");
+    }
     let _ = receipts::get(&key);
     Info {
         reference: allocation,
