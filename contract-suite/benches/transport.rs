@@ -136,7 +136,7 @@ impl Fixture {
         let node = Node::new(host.clone(), token.clone(), 64);
         let listen = Listen {
             unix: Some(socket.clone()),
-            tcp: None,
+            ..Listen::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(async move {

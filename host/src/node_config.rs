@@ -9,14 +9,68 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Where the node transport listens: exactly one of the two.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+/// Where the node transport listens: exactly one of `unix` and `tcp`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Listen {
     /// A Unix socket path.
     pub unix: Option<PathBuf>,
     /// A TCP address, e.g. `127.0.0.1:7400`.
     pub tcp: Option<std::net::SocketAddr>,
+    /// TLS for `tcp` (and mTLS when it names a client CA).
+    pub tls: Option<crate::transport::tls::TlsFiles>,
+    /// Serve plain TCP on an address other than loopback: the token and
+    /// every call cross the network unencrypted. Off unless set to `true`.
+    #[serde(default)]
+    pub insecure_plain_tcp: bool,
+    /// TCP connections one peer address may hold at once (default
+    /// [`crate::transport::MAX_CONNECTIONS_PER_PEER`]).
+    pub max_connections_per_peer: Option<usize>,
+}
+
+/// Why a `listen` section cannot be served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ListenError {
+    /// Neither or both of `unix` and `tcp`.
+    #[error("listen: give exactly one of `unix` and `tcp`")]
+    ExactlyOne,
+    /// TLS is for TCP; a Unix socket is guarded by its file permissions.
+    #[error("listen.tls: TLS is served on `tcp` only")]
+    TlsOnUnix,
+    /// Plain TCP beyond loopback, not asked for explicitly.
+    #[error(
+        "listen.tcp: plain TCP on an address other than loopback: configure `listen.tls`, \
+         or set `insecure_plain_tcp = true` to send the token unencrypted"
+    )]
+    PlainTcp,
+    /// `max_connections_per_peer` outside 1..=256.
+    #[error("listen.max_connections_per_peer: out of range (1..=256)")]
+    PerPeer,
+}
+
+impl Listen {
+    /// The rules every listen section follows: one place to listen; TLS
+    /// on TCP only; plain TCP on loopback only unless `insecure_plain_tcp`.
+    pub fn check(&self) -> Result<(), ListenError> {
+        match (&self.unix, &self.tcp) {
+            (Some(_), Some(_)) | (None, None) => Err(ListenError::ExactlyOne),
+            (Some(_), None) if self.tls.is_some() => Err(ListenError::TlsOnUnix),
+            (None, Some(address))
+                if self.tls.is_none()
+                    && !address.ip().to_canonical().is_loopback()
+                    && !self.insecure_plain_tcp =>
+            {
+                Err(ListenError::PlainTcp)
+            }
+            _ if self
+                .max_connections_per_peer
+                .is_some_and(|cap| !(1..=crate::transport::MAX_CONNECTIONS).contains(&cap)) =>
+            {
+                Err(ListenError::PerPeer)
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Logging of the node.
@@ -116,9 +170,12 @@ pub enum ConfigError {
     /// The TOML is malformed or has unknown or mistyped fields.
     #[error("the configuration file is not valid: {0}")]
     Syntax(String),
-    /// `listen` must name exactly one of `unix` and `tcp`.
-    #[error("listen: give exactly one of `unix` and `tcp`")]
-    Listen,
+    /// `listen` breaks a rule.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+    /// `listen.tls` cannot be served.
+    #[error(transparent)]
+    Tls(#[from] crate::transport::tls::TlsError),
     /// The token file is unreadable, empty, or readable by others.
     #[error("token_file: {0}")]
     Token(&'static str),
@@ -256,8 +313,9 @@ impl NodeConfig {
     /// Validates configuration text against `table`.
     pub fn parse(text: &str, table: &[Registration]) -> Result<Self, ConfigError> {
         let file: File = decode_toml(text).map_err(ConfigError::Syntax)?;
-        if file.listen.unix.is_some() == file.listen.tcp.is_some() {
-            return Err(ConfigError::Listen);
+        file.listen.check()?;
+        if let Some(files) = &file.listen.tls {
+            crate::transport::tls::server_config(files)?;
         }
         if !(1..=4096).contains(&file.max_in_flight) {
             return Err(ConfigError::Range("max_in_flight"));
@@ -653,6 +711,61 @@ memory_mb = 1024
         let missing =
             format!("{DOCKER}[kinds.docker.configuration_files]\nbanner = \"/nonexistent\"\n");
         assert!(refused(files.config(&missing)).contains("configuration_files.banner"));
+    }
+
+    #[test]
+    fn tcp_is_plain_only_on_loopback_and_tls_files_are_checked_at_load() {
+        let files = Files::new();
+        let table = registry::builtin();
+        let dir = files.dir.path().display().to_string();
+        let on_tcp = |listen: &str| {
+            files.config(DOCKER).replace(
+                &format!("[listen]\nunix = \"{dir}/node.sock\"\n"),
+                &format!("[listen]\n{listen}\n"),
+            )
+        };
+        let loopback = NodeConfig::parse(&on_tcp("tcp = \"127.0.0.1:7400\""), &table);
+        assert!(loopback.is_ok(), "{loopback:?}");
+        let everywhere = on_tcp("tcp = \"0.0.0.0:7400\"");
+        assert!(refusal(&everywhere, &table).contains("insecure_plain_tcp = true"));
+        let mapped = on_tcp("tcp = \"[::ffff:10.0.0.1]:7400\"");
+        assert!(refusal(&mapped, &table).contains("plain TCP"));
+        let allowed = on_tcp("tcp = \"0.0.0.0:7400\"\ninsecure_plain_tcp = true");
+        assert!(NodeConfig::parse(&allowed, &table).is_ok());
+        let per_peer = on_tcp("tcp = \"127.0.0.1:7400\"\nmax_connections_per_peer = 0");
+        assert!(refusal(&per_peer, &table).contains("max_connections_per_peer"));
+
+        // TLS material: read and checked when the file is loaded.
+        let tls = |key_mode: u32, key: &str| {
+            let certificate = files.dir.path().join("node.crt");
+            let key_path = files.dir.path().join("node.key");
+            std::fs::write(
+                &certificate,
+                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            )
+            .expect("write");
+            std::fs::write(&key_path, key).expect("write");
+            std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(key_mode))
+                .expect("chmod");
+            on_tcp(&format!(
+                "tcp = \"0.0.0.0:7400\"\n[listen.tls]\ncertificate = \"{}\"\nkey = \"{}\"",
+                certificate.display(),
+                key_path.display()
+            ))
+        };
+        let exposed = refusal(&tls(0o644, "hunter2"), &table);
+        assert!(
+            exposed.contains("listen.tls.key") && exposed.contains("chmod 600"),
+            "{exposed}"
+        );
+        let garbage = refusal(&tls(0o600, "hunter2"), &table);
+        assert!(garbage.contains("listen.tls."), "{garbage}");
+        assert!(!garbage.contains("hunter2"), "{garbage}");
+        let on_unix = files.config(DOCKER).replace(
+            "[listen]\n",
+            "[listen.tls]\ncertificate = \"/c\"\nkey = \"/k\"\n[listen]\n",
+        );
+        assert!(refusal(&on_unix, &table).contains("TLS is served on `tcp` only"));
     }
 
     #[test]

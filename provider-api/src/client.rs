@@ -19,8 +19,41 @@ use tokio::time::Instant;
 pub enum Endpoint {
     /// A Unix socket.
     Unix(PathBuf),
-    /// A TCP address.
+    /// Plain TCP (a node serves it on loopback, or where its operator
+    /// allowed it explicitly).
     Tcp(SocketAddr),
+    /// TCP with TLS: the node's certificate is verified.
+    Tls(TlsEndpoint),
+}
+
+/// A node behind TLS: where it is, the name its certificate must carry,
+/// the CA that issued it, and this client's own certificate when the node
+/// requires one (mTLS).
+#[derive(Clone, PartialEq, Eq)]
+pub struct TlsEndpoint {
+    /// The node's address.
+    pub address: SocketAddr,
+    /// The DNS name the node's certificate must be valid for.
+    pub server_name: String,
+    /// The CA certificates (PEM) the node's certificate must chain to;
+    /// the system's roots are not trusted.
+    pub ca_pem: Vec<u8>,
+    /// This client's certificate chain and private key (PEM, in one
+    /// buffer), for a node that requires client certificates.
+    pub identity_pem: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for TlsEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsEndpoint")
+            .field("address", &self.address)
+            .field("server_name", &self.server_name)
+            .field(
+                "identity",
+                &self.identity_pem.as_ref().map(|_| "[redacted]"),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a request got no operation outcome.
@@ -49,6 +82,9 @@ pub enum ClientError {
     /// The HTTP client could not be built.
     #[error("the HTTP client could not be built")]
     Build,
+    /// The TLS endpoint's CA, identity or server name is unusable.
+    #[error("the TLS endpoint's {0} is unusable")]
+    Tls(&'static str),
 }
 
 /// A connection pool to one node.
@@ -57,6 +93,38 @@ pub struct NodeClient {
     http: reqwest::Client,
     base: String,
     authorization: HeaderValue,
+}
+
+/// A client that reaches `tls.address` under `tls.server_name`, trusting
+/// only `tls.ca_pem`, over TLS alone.
+fn tls_builder(
+    builder: reqwest::ClientBuilder,
+    tls: &TlsEndpoint,
+) -> Result<(reqwest::ClientBuilder, String), ClientError> {
+    let name = &tls.server_name;
+    let valid_name = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.');
+    if !valid_name {
+        return Err(ClientError::Tls("server name"));
+    }
+    let roots = reqwest::Certificate::from_pem_bundle(&tls.ca_pem)
+        .ok()
+        .filter(|roots| !roots.is_empty())
+        .ok_or(ClientError::Tls("CA"))?;
+    let mut builder = builder
+        .tls_backend_rustls()
+        .https_only(true)
+        .tls_certs_only(roots)
+        .resolve(name, tls.address);
+    if let Some(pem) = &tls.identity_pem {
+        let identity =
+            reqwest::Identity::from_pem(pem).map_err(|_| ClientError::Tls("identity"))?;
+        builder = builder.identity(identity);
+    }
+    Ok((builder, format!("https://{name}:{}", tls.address.port())))
 }
 
 impl NodeClient {
@@ -78,6 +146,7 @@ impl NodeClient {
         let (builder, base) = match endpoint {
             Endpoint::Unix(path) => (builder.unix_socket(path.as_path()), "http://node".into()),
             Endpoint::Tcp(address) => (builder, format!("http://{address}")),
+            Endpoint::Tls(tls) => tls_builder(builder, tls)?,
         };
         let http = builder.build().map_err(|_| ClientError::Build)?;
         Ok(Self {

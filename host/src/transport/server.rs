@@ -4,10 +4,11 @@
 //! the operation through the host (which answers an unsupported operation
 //! before any native I/O) within the budget counted from receipt.
 
-use super::MAX_CONNECTIONS;
+use super::connection::{Activity, Admission, ConnectionLimits, Guarded, Slot, Slots};
+use super::tls::{self, TlsError};
 use super::wire::{
     self, Call, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    READ_TIMEOUT, Refusal, Value,
+    Refusal, Value,
 };
 use crate::declaration::Decision;
 use crate::host::Host;
@@ -23,11 +24,16 @@ use oac_provider_api::police;
 use oac_provider_api::provider::{CheckpointProvider, SandboxProvider};
 use oac_provider_api::types::{Error, Failure, Info};
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
 
 /// How long a probe may take when `/health` asks.
 const HEALTH_BUDGET_MS: u32 = 10_000;
@@ -44,6 +50,12 @@ pub enum ServeError {
     /// Another process is serving on this Unix socket.
     #[error("{0} is in use by a running server")]
     InUse(String),
+    /// TLS is configured but cannot be served.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// `listen` breaks a rule (see [`Listen::check`]).
+    #[error(transparent)]
+    Listen(#[from] crate::node_config::ListenError),
 }
 
 /// A node: the loaded host, the token clients present, and the in-flight limit.
@@ -52,7 +64,7 @@ pub struct Node {
     token: Token,
     in_flight: Arc<Semaphore>,
     operations: TaskTracker,
-    read_timeout: Duration,
+    limits: ConnectionLimits,
 }
 
 /// Why a request is turned away before anything runs.
@@ -210,15 +222,21 @@ impl Node {
             token,
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
             operations: TaskTracker::new(),
-            read_timeout: READ_TIMEOUT,
+            limits: ConnectionLimits::default(),
         }
     }
 
-    /// Replaces [`READ_TIMEOUT`]: how long a client may take to send a
-    /// request's head, and then its body, and how long an idle connection
-    /// stays open.
+    /// Replaces the default [`ConnectionLimits`]'s read timeout: how long a
+    /// client may take to send a request's head, and then its body, and
+    /// how long an idle connection stays open.
     pub fn with_read_timeout(mut self, read_timeout: Duration) -> Self {
-        self.read_timeout = read_timeout;
+        self.limits.read_timeout = read_timeout;
+        self
+    }
+
+    /// Replaces the default [`ConnectionLimits`].
+    pub fn with_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -241,9 +259,13 @@ impl Node {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let operations = self.operations.clone();
-        let read_timeout = self.read_timeout;
+        let mut limits = self.limits;
+        if let Some(per_peer) = listen.max_connections_per_peer {
+            limits.per_peer = per_peer;
+        }
         let router = self.router();
-        let served = Self::listen_and_serve(router, read_timeout, listen, shutdown).await;
+        let served =
+            Self::listen_and_serve(router, limits, operations.clone(), listen, shutdown).await;
         // Operations whose caller left still run to their end.
         operations.close();
         operations.wait().await;
@@ -252,10 +274,12 @@ impl Node {
 
     async fn listen_and_serve(
         router: axum::Router,
-        read_timeout: Duration,
+        limits: ConnectionLimits,
+        operations: TaskTracker,
         listen: &Listen,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
+        listen.check()?;
         match (&listen.unix, &listen.tcp) {
             (Some(path), _) => {
                 let shown = path.display().to_string();
@@ -272,16 +296,30 @@ impl Node {
                 let listener = tokio::net::UnixListener::bind(path)
                     .map_err(|e| ServeError::Bind(shown.clone(), e))?;
                 tracing::info!(socket = %shown, "serving");
-                serve_connections(listener, router, read_timeout, shutdown).await;
+                serve_connections(listener, router, limits, None, operations, shutdown).await;
                 let _ = std::fs::remove_file(path);
                 Ok(())
             }
             (None, Some(address)) => {
+                let tls = match &listen.tls {
+                    Some(files) => Some(TlsAcceptor::from(tls::server_config(files)?)),
+                    None => None,
+                };
                 let listener = tokio::net::TcpListener::bind(address)
                     .await
                     .map_err(|e| ServeError::Bind(address.to_string(), e))?;
-                tracing::info!(address = %address, "serving");
-                serve_connections(listener, router, read_timeout, shutdown).await;
+                if tls.is_some() {
+                    tracing::info!(address = %address, "serving TLS");
+                } else if address.ip().is_loopback() {
+                    tracing::info!(address = %address, "serving plain TCP on loopback");
+                } else {
+                    tracing::warn!(
+                        address = %address,
+                        "serving PLAIN TCP on a non-loopback address (insecure_plain_tcp): \
+                         tokens and calls cross the network unencrypted"
+                    );
+                }
+                serve_connections(listener, router, limits, tls, operations, shutdown).await;
                 Ok(())
             }
             (None, None) => Err(ServeError::Bind(
@@ -342,7 +380,7 @@ impl Node {
     /// operation, which keeps it until it ends even if the caller leaves.
     async fn call(&self, body: Body, received: Instant, permit: OwnedSemaphorePermit) -> Response {
         let read = Limited::new(body, MAX_REQUEST_BYTES).collect();
-        let bytes = match tokio::time::timeout(self.read_timeout, read).await {
+        let bytes = match tokio::time::timeout(self.limits.read_timeout, read).await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(error)) if error.downcast_ref::<LengthLimitError>().is_some() => {
                 return refuse(Refused::TooLarge);
@@ -402,48 +440,191 @@ impl Node {
     }
 }
 
-/// Accepts connections until `shutdown`, at most [`MAX_CONNECTIONS`] at
-/// once, each of which must send a request head within `read_timeout` (an
-/// idle one is closed after it); then lets every open connection finish
-/// the request it is in.
+/// Where a connection comes from: a TCP peer's address (IPv4-mapped IPv6
+/// counted as IPv4), nothing for a Unix socket.
+trait PeerAddress {
+    fn peer(&self) -> Option<IpAddr>;
+}
+
+impl PeerAddress for std::net::SocketAddr {
+    fn peer(&self) -> Option<IpAddr> {
+        Some(self.ip().to_canonical())
+    }
+}
+
+impl PeerAddress for tokio::net::unix::SocketAddr {
+    fn peer(&self) -> Option<IpAddr> {
+        None
+    }
+}
+
+/// Accepts connections until `shutdown`, each admitted into a slot (see
+/// [`Slots`]) and served under `limits`; then asks every connection to end
+/// after the request it is in, waits for the operations in flight, and
+/// drops whatever connection is still open `shutdown_grace` after them.
 async fn serve_connections<L>(
     mut listener: L,
     router: axum::Router,
-    read_timeout: Duration,
+    limits: ConnectionLimits,
+    tls: Option<TlsAcceptor>,
+    operations: TaskTracker,
     shutdown: impl Future<Output = ()>,
 ) where
     L: axum::serve::Listener,
+    L::Addr: PeerAddress,
 {
-    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Slots::new(limits);
+    let drop_all = CancellationToken::new();
+    let close_all = CancellationToken::new();
+    let connections = TaskTracker::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let slot = tokio::select! {
-            slot = connections.clone().acquire_owned() => slot,
+        tokio::select! {
+            () = slots.vacancy() => {}
+            () = &mut shutdown => break,
+        }
+        let (io, address) = tokio::select! {
+            accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let Ok(slot) = slot else { break };
-        let io = tokio::select! {
-            (io, _) = listener.accept() => io,
-            () = &mut shutdown => break,
+        let slot = loop {
+            match slots.admit(address.peer(), &drop_all) {
+                Admission::Admitted(slot) => break Some(slot),
+                Admission::PeerFull => break None,
+                Admission::Full => {}
+            }
+            tokio::select! {
+                () = slots.vacancy() => {}
+                () = &mut shutdown => break None,
+            }
         };
-        let connection = hyper::server::conn::http1::Builder::new()
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(read_timeout)
-            .serve_connection(
-                hyper_util::rt::TokioIo::new(io),
-                hyper_util::service::TowerToHyperService::new(router.clone()),
-            );
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            // A connection that fails (a client gone, a head too slow) has
-            // nothing to report beyond its own end.
-            let _ = connection.await;
-            drop(slot);
-        });
+        let Some(slot) = slot else {
+            tracing::debug!("connection closed on arrival: its peer holds its share");
+            continue;
+        };
+        connections.spawn(connection(
+            io,
+            slot,
+            router.clone(),
+            limits,
+            tls.clone(),
+            close_all.clone(),
+        ));
     }
     drop(listener);
-    graceful.shutdown().await;
+    close_all.cancel();
+    connections.close();
+    operations.close();
+    let grace = async {
+        operations.wait().await;
+        tokio::time::sleep(limits.shutdown_grace).await;
+    };
+    tokio::select! {
+        () = connections.wait() => {}
+        () = grace => {
+            drop_all.cancel();
+            connections.wait().await;
+        }
+    }
+}
+
+/// One connection, from its admission to its end: dropped at once when
+/// evicted (or when shutdown's grace is over), and at its hard lifetime.
+async fn connection<IO>(
+    io: IO,
+    slot: Slot,
+    router: axum::Router,
+    limits: ConnectionLimits,
+    tls: Option<TlsAcceptor>,
+    close_all: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let activity = slot.activity.clone();
+    let io = Guarded::new(io, activity.clone(), limits.stall_timeout);
+    let served = async {
+        match tls {
+            // A handshake is a head: it must end within the read timeout.
+            Some(acceptor) => {
+                if let Ok(Ok(stream)) =
+                    tokio::time::timeout(limits.read_timeout, acceptor.accept(io)).await
+                {
+                    http(stream, activity, router, limits, close_all).await;
+                }
+            }
+            None => http(io, activity, router, limits, close_all).await,
+        }
+    };
+    tokio::select! {
+        () = served => {}
+        () = slot.evict.cancelled() => {}
+        () = tokio::time::sleep(limits.hard_lifetime) => {}
+    }
+    drop(slot);
+}
+
+/// HTTP/1.1 on one connection: every request carries the connection's
+/// [`Activity`] to the handler (which marks it authenticated) and is
+/// counted as running while it is handled; past `max_lifetime` an answer
+/// ends the connection; on shutdown the request in progress is finished.
+async fn http<IO>(
+    io: IO,
+    activity: Arc<Activity>,
+    router: axum::Router,
+    limits: ConnectionLimits,
+    close_all: CancellationToken,
+) where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let marked = activity.clone();
+    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        let router = router.clone();
+        let activity = marked.clone();
+        async move {
+            let _running = activity.running();
+            request.extensions_mut().insert(activity.clone());
+            let Ok(mut response) = router.oneshot(request).await;
+            if activity.is_retiring() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, std::convert::Infallible>(response)
+        }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.read_timeout)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    let mut connection = std::pin::pin!(connection);
+    let lifetime = tokio::time::sleep(limits.max_lifetime);
+    let mut lifetime = std::pin::pin!(lifetime);
+    let (mut closing, mut retired) = (false, false);
+    loop {
+        tokio::select! {
+            // A connection that fails (a client gone, a head too slow, a
+            // stall) has nothing to report beyond its own end.
+            _ = connection.as_mut() => return,
+            () = close_all.cancelled(), if !closing => {
+                closing = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            () = &mut lifetime, if !retired => {
+                retired = true;
+                activity.retire();
+            }
+        }
+    }
+}
+
+/// A refusal sent before the token was verified also ends the connection:
+/// a client that pipelines unauthenticated requests holds no slot.
+fn refuse_and_close(refused: Refused) -> Response {
+    let mut response = refuse(refused);
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
@@ -455,10 +636,13 @@ async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
         .map(HeaderValue::as_bytes)
         != Some(PROTOCOL_VERSION.as_bytes())
     {
-        return refuse(Refused::VersionMismatch);
+        return refuse_and_close(Refused::VersionMismatch);
     }
     if !authorized(&parts.headers, &node.token) {
-        return refuse(Refused::Unauthorized);
+        return refuse_and_close(Refused::Unauthorized);
+    }
+    if let Some(activity) = parts.extensions.get::<Arc<Activity>>() {
+        activity.authenticate();
     }
     let route = (parts.method.clone(), parts.uri.path());
     if !matches!(

@@ -19,6 +19,7 @@ mod hostile;
 mod http;
 mod isolation;
 mod limits;
+mod node_limits;
 mod receipts;
 mod registration;
 mod settlement;

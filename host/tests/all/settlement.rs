@@ -123,7 +123,7 @@ impl Served {
         let node = Node::new(host, token, 64);
         let listen = Listen {
             unix: Some(socket.clone()),
-            tcp: None,
+            ..Listen::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {

@@ -10,9 +10,7 @@ use sandbox_host::transport::wire::{
     self, Call, MAX_REQUEST_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
     reasons,
 };
-use sandbox_host::transport::{
-    Endpoint, MAX_CONNECTIONS, Node, NodeClient, RemoteProvider, TransportError,
-};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, TransportError};
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
     UnsupportedOperation,
@@ -63,12 +61,12 @@ async fn serve_on(
     let token = token_in(dir.path());
     let listen = match tcp {
         Some(address) => Listen {
-            unix: None,
             tcp: Some(address),
+            ..Listen::default()
         },
         None => Listen {
             unix: Some(socket.clone()),
-            tcp: None,
+            ..Listen::default()
         },
     };
     let node =
@@ -1098,35 +1096,4 @@ async fn stalled_clients_hold_no_connection_slot_or_shutdown() {
         .expect("shutdown is not held by a stalled client");
     assert!(stopping.elapsed() < patience);
     drop(stalled);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_beyond_the_cap_wait_until_one_closes() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let node = serve(&[("plain", steer("none"))], 8).await;
-    let connect = || tokio::net::UnixStream::connect(&node.socket);
-    let mut open = Vec::new();
-    for _ in 0..MAX_CONNECTIONS {
-        open.push(connect().await.expect("connect"));
-    }
-    let mut waiting = connect().await.expect("queued in the backlog");
-    let request = format!(
-        "GET /kinds HTTP/1.1\r\nhost: node\r\n{}: {}\r\nauthorization: {}\r\n\
-         connection: close\r\n\r\n",
-        GOOD[0].0, GOOD[0].1, GOOD[1].1
-    );
-    waiting.write_all(request.as_bytes()).await.expect("write");
-    let mut first = [0u8; 12];
-    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut first)).await;
-    assert!(
-        early.is_err(),
-        "no answer while every connection slot is taken"
-    );
-    drop(open.pop());
-    let answer = until_closed(&mut waiting, Duration::from_secs(10))
-        .await
-        .expect("answered once a slot is free");
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    drop(open);
-    node.stop().await;
 }

@@ -2,12 +2,12 @@
 //! node protocol and the Core-side proxy.
 
 use crate::operation::{OperationArgs, command_json, parse_reference};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use sandbox_host::Budget;
-use sandbox_host::node_config::Token;
+use sandbox_host::node_config::{Token, read_credential};
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::transport::{Endpoint, NodeClient, RemoteProvider};
+use sandbox_host::transport::{Endpoint, NodeClient, RemoteProvider, TlsEndpoint};
 use sandbox_host::types::{Bootstrap, Command, NetworkAccess, Reference};
 use serde_json::json;
 use std::path::PathBuf;
@@ -24,6 +24,46 @@ pub struct RemoteArgs {
     /// File holding the node's bearer token (no group or other access).
     #[arg(long)]
     token_file: PathBuf,
+    /// Speak TLS to `--tcp`, trusting only this CA (PEM) for the node's
+    /// certificate.
+    #[arg(long, requires = "tcp", requires = "server_name")]
+    tls_ca: Option<PathBuf>,
+    /// The name the node's certificate must be valid for (with `--tls-ca`).
+    #[arg(long, requires = "tls_ca")]
+    server_name: Option<String>,
+    /// This client's certificate and private key (PEM, one file, no group
+    /// or other access), for a node that requires client certificates.
+    #[arg(long, requires = "tls_ca")]
+    client_identity: Option<PathBuf>,
+}
+
+impl RemoteArgs {
+    /// Where the node is, as the client reaches it.
+    fn endpoint(&self) -> Result<Endpoint> {
+        Ok(match (&self.unix, self.tcp, &self.tls_ca) {
+            (Some(path), _, _) => Endpoint::Unix(path.clone()),
+            (None, Some(address), None) => Endpoint::Tcp(address),
+            (None, Some(address), Some(ca)) => {
+                let ca_pem = std::fs::read(ca)
+                    .with_context(|| format!("cannot read --tls-ca {}", ca.display()))?;
+                let identity_pem = match &self.client_identity {
+                    Some(path) => Some(
+                        read_credential(path)
+                            .map_err(|reason| anyhow!("--client-identity {reason}"))?
+                            .into_bytes(),
+                    ),
+                    None => None,
+                };
+                Endpoint::Tls(TlsEndpoint {
+                    address,
+                    server_name: self.server_name.clone().unwrap_or_default(),
+                    ca_pem,
+                    identity_pem,
+                })
+            }
+            (None, None, _) => bail!("give --unix or --tcp"),
+        })
+    }
 }
 
 /// What to ask the node.
@@ -140,11 +180,7 @@ fn fresh_reference() -> Reference {
 
 /// Runs one client command; returns success.
 pub async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
-    let endpoint = match (remote.unix, remote.tcp) {
-        (Some(path), _) => Endpoint::Unix(path),
-        (None, Some(address)) => Endpoint::Tcp(address),
-        (None, None) => bail!("give --unix or --tcp"),
-    };
+    let endpoint = remote.endpoint()?;
     let token = Token::read(&remote.token_file)?;
     let client = NodeClient::new(&endpoint, token.expose())?;
     let budget = Budget::from_millis(30_000)?;

@@ -1,0 +1,582 @@
+//! What a client can hold on a node: connections that pipeline refused
+//! requests, idle ones, ones that never take their answers, too many from
+//! one peer, old ones; and TCP with TLS and client certificates. Each test
+//! runs a real `Node::serve` with the steerable component on a fake engine.
+
+use crate::support::*;
+use sandbox_host::Budget;
+use sandbox_host::node_config::{Listen, ListenError, Token};
+use sandbox_host::transport::tls::TlsFiles;
+use sandbox_host::transport::wire::{PROTOCOL_HEADER, PROTOCOL_VERSION};
+use sandbox_host::transport::{
+    ConnectionLimits, Endpoint, MAX_CONNECTIONS, Node, NodeClient, RESERVED_FOR_AUTHENTICATED,
+    ServeError, TlsEndpoint, TransportError,
+};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+const TOKEN: &str = "node-limits-test-token-0123456789";
+
+/// A node serving one steerable kind, `plain`.
+struct Served {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+    engine: FakeEngine,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+fn write_private(path: &Path, contents: &[u8]) {
+    std::fs::write(path, contents).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// Serves under `limits` where `listen` says (given the test's directory;
+/// `None` is the Unix socket there), and waits until it answers through
+/// `client` (`None`: a client on the Unix socket).
+async fn serve(
+    limits: ConnectionLimits,
+    listen: impl FnOnce(&Path) -> Option<Listen>,
+    ready: impl FnOnce(&Path) -> Option<Endpoint>,
+) -> Served {
+    let engine = FakeEngine::start().await;
+    let kinds = [(
+        "plain",
+        serde_json::json!({ "declaration": "valid", "action": "none", "volume": "vol-x" }),
+    )];
+    let host = std::sync::Arc::new(load_steered(&engine.socket, &kinds).await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("node.sock");
+    write_private(&dir.path().join("token"), TOKEN.as_bytes());
+    let token = Token::read(&dir.path().join("token")).expect("token");
+    let listen = listen(dir.path()).unwrap_or(Listen {
+        unix: Some(socket.clone()),
+        ..Listen::default()
+    });
+    let endpoint = ready(dir.path()).unwrap_or(Endpoint::Unix(socket.clone()));
+    let node = Node::new(host, token, 64).with_limits(limits);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        node.serve(&listen, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let client = NodeClient::new(&endpoint, TOKEN).expect("client");
+    for _ in 0..300 {
+        if client.kinds(budget(1_000)).await.is_ok() {
+            return Served {
+                socket,
+                _dir: dir,
+                engine,
+                stop: Some(stop),
+                served,
+            };
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the node did not start serving");
+}
+
+impl Served {
+    fn client(&self) -> NodeClient {
+        NodeClient::new(&Endpoint::Unix(self.socket.clone()), TOKEN).expect("client")
+    }
+
+    async fn connect(&self) -> tokio::net::UnixStream {
+        tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .expect("connect")
+    }
+
+    /// Stops the node; returns how long that took.
+    async fn stop(mut self) -> Duration {
+        let stopping = Instant::now();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let served = (&mut self.served).await.expect("server task");
+        assert!(served.is_ok(), "the server stops cleanly: {served:?}");
+        stopping.elapsed()
+    }
+}
+
+fn budget(ms: u32) -> Budget {
+    Budget::from_millis(ms).expect("budget")
+}
+
+/// `GET /kinds`, with the token or without.
+fn kinds_request(authenticated: bool) -> String {
+    let token = if authenticated {
+        format!("authorization: Bearer {TOKEN}\r\n")
+    } else {
+        "authorization: Bearer not-the-token\r\n".to_string()
+    };
+    format!(
+        "GET /kinds HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n{token}\r\n"
+    )
+}
+
+/// One HTTP message as text: its head, then as much body as it announces
+/// (or what came before the stream ended).
+pub(crate) async fn read_message(stream: &mut (impl AsyncRead + Unpin)) -> String {
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&seen).to_string();
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text[..head_end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if seen.len() >= head_end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).to_string(),
+            Ok(read) => seen.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
+/// Everything until the node closes the stream, or `None` if it is still
+/// open after `patience`.
+async fn until_closed(stream: &mut (impl AsyncRead + Unpin), patience: Duration) -> Option<String> {
+    let mut answer = Vec::new();
+    match tokio::time::timeout(patience, stream.read_to_end(&mut answer)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// Whether the node has closed `stream` (nothing more to read), waiting at
+/// most `patience`.
+async fn closed_within(stream: &mut tokio::net::UnixStream, patience: Duration) -> bool {
+    until_closed(stream, patience).await.is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_refused_requests_hold_no_slot_and_a_client_with_the_token_is_served() {
+    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let pipelined = kinds_request(false).repeat(32);
+    let mut stalled = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut stream = node.connect().await;
+        stream.write_all(pipelined.as_bytes()).await.expect("write");
+        stalled.push(stream);
+    }
+    // None of them reads; a client with the token is served all the same.
+    let started = Instant::now();
+    let kinds = tokio::time::timeout(Duration::from_secs(5), node.client().kinds(budget(5_000)))
+        .await
+        .expect("served within 5 s");
+    assert!(kinds.is_ok(), "{kinds:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Each refused connection got one refusal and was closed: the other 31
+    // requests it pipelined were never read.
+    for stream in &mut stalled {
+        let answer = until_closed(stream, Duration::from_secs(5))
+            .await
+            .expect("the node closed the refused connection");
+        assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{answer}");
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(answer.contains("connection: close"), "{answer}");
+    }
+    assert!(node.engine.recorded().is_empty(), "nothing ran natively");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_without_the_token_give_way_to_one_with_it() {
+    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let share = MAX_CONNECTIONS - RESERVED_FOR_AUTHENTICATED;
+    let mut idle = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        idle.push(node.connect().await);
+    }
+    // Past their share, each newer idle connection closed the oldest one.
+    let evicted = MAX_CONNECTIONS - share;
+    for (index, stream) in idle.iter_mut().enumerate().take(evicted) {
+        assert!(
+            closed_within(stream, Duration::from_secs(5)).await,
+            "idle connection {index} was closed for a newer one"
+        );
+    }
+    assert!(
+        !closed_within(&mut idle[evicted], Duration::from_millis(200)).await,
+        "the rest stay open (until their read timeout)"
+    );
+    let kinds = tokio::time::timeout(Duration::from_secs(5), node.client().kinds(budget(5_000)))
+        .await
+        .expect("served within 5 s");
+    assert!(kinds.is_ok(), "{kinds:?}");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_slot_holds_the_token_new_connections_wait_for_one() {
+    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let mut proven = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut stream = node.connect().await;
+        stream
+            .write_all(kinds_request(true).as_bytes())
+            .await
+            .expect("write");
+        let answer = read_message(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        proven.push(stream);
+    }
+    let mut waiting = node.connect().await;
+    waiting
+        .write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    let mut first = [0u8; 12];
+    let early = tokio::time::timeout(Duration::from_millis(500), waiting.read(&mut first)).await;
+    assert!(
+        early.is_err(),
+        "no answer while every slot is authenticated"
+    );
+    drop(proven.pop());
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_message(&mut waiting))
+        .await
+        .expect("answered once a slot is free");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(proven);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_takes_its_answers_is_cut_off_and_shutdown_does_not_wait_for_it() {
+    let limits = ConnectionLimits {
+        stall_timeout: Duration::from_millis(500),
+        ..ConnectionLimits::default()
+    };
+    let node = serve(limits, |_| None, |_| None).await;
+    // Thousands of pipelined requests whose answers are never read: the
+    // node's writes block, then the connection is dropped, which the
+    // still-writing client sees as a broken pipe.
+    let stream = node.connect().await;
+    let (mut reading, mut writing) = stream.into_split();
+    let pipelined = kinds_request(true).repeat(8_000);
+    let started = Instant::now();
+    let writer = tokio::spawn(async move { writing.write_all(pipelined.as_bytes()).await });
+    let written = tokio::time::timeout(Duration::from_secs(20), writer)
+        .await
+        .expect("the node dropped the stalled connection")
+        .expect("writer task");
+    assert!(written.is_err(), "the node stopped reading and closed");
+    let mut answers = Vec::new();
+    let _ = reading.read_to_end(&mut answers).await;
+    let answered = String::from_utf8_lossy(&answers)
+        .matches("HTTP/1.1 200")
+        .count();
+    assert!(
+        answered < 8_000,
+        "answers stopped when the client stopped taking them ({answered})"
+    );
+    eprintln!(
+        "stalled connection dropped after {:?} ({answered} answers)",
+        started.elapsed()
+    );
+    node.stop().await;
+
+    // Shutdown with stalled clients connected (one never reading its
+    // answers, one halfway through a head, one idle) ends once the grace
+    // is over, long before their own timeouts.
+    let limits = ConnectionLimits {
+        stall_timeout: Duration::from_secs(120),
+        read_timeout: Duration::from_secs(120),
+        shutdown_grace: Duration::from_millis(500),
+        ..ConnectionLimits::default()
+    };
+    let node = serve(limits, |_| None, |_| None).await;
+    let (_reading, mut writing) = node.connect().await.into_split();
+    let pipelined = kinds_request(true).repeat(8_000);
+    let writer = tokio::spawn(async move { writing.write_all(pipelined.as_bytes()).await });
+    let mut half_head = node.connect().await;
+    half_head
+        .write_all(b"GET /kinds HTTP/1.1\r\nhost: node\r\n")
+        .await
+        .expect("write");
+    let _idle = node.connect().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let took = tokio::time::timeout(Duration::from_secs(10), node.stop())
+        .await
+        .expect("shutdown is not held by stalled clients");
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+    writer.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_its_lifetime_ends_with_its_next_answer() {
+    let limits = ConnectionLimits {
+        max_lifetime: Duration::from_millis(300),
+        ..ConnectionLimits::default()
+    };
+    let node = serve(limits, |_| None, |_| None).await;
+    let mut stream = node.connect().await;
+    stream
+        .write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    let young = read_message(&mut stream).await;
+    assert!(young.starts_with("HTTP/1.1 200"), "{young}");
+    assert!(!young.contains("connection: close"), "{young}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    stream
+        .write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    let old = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("closed after its answer");
+    assert!(old.starts_with("HTTP/1.1 200"), "{old}");
+    assert!(old.contains("connection: close"), "{old}");
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_holds_at_most_its_share_of_tcp_connections() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let address = free.local_addr().expect("address");
+    drop(free);
+    let node = serve(
+        ConnectionLimits::default(),
+        |_| {
+            Some(Listen {
+                tcp: Some(address),
+                max_connections_per_peer: Some(4),
+                ..Listen::default()
+            })
+        },
+        |_| Some(Endpoint::Tcp(address)),
+    )
+    .await;
+    // Let the readiness client's pooled connection go.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let connect = || tokio::net::TcpStream::connect(address);
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(connect().await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fifth = connect().await.expect("connect");
+    let _ = fifth.write_all(kinds_request(true).as_bytes()).await;
+    let answer = until_closed(&mut fifth, Duration::from_secs(5))
+        .await
+        .expect("the fifth connection is closed on arrival");
+    assert_eq!(answer, "", "unanswered");
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut next = connect().await.expect("connect");
+    next.write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    let answer = read_message(&mut next).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_nul_in_the_token_is_refused_by_the_parser_and_runs_nothing() {
+    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let mut stream = node.connect().await;
+    let request = format!(
+        "GET /kinds HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
+         authorization: Bearer {TOKEN}\0\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let answer = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("closed");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(node.engine.recorded().is_empty());
+    node.stop().await;
+}
+
+/// A CA, and certificates it issued for the node (`node.test`) and for a
+/// client, written as PEM files in `dir`.
+struct Pki {
+    ca: Vec<u8>,
+    client_identity: Vec<u8>,
+    files: TlsFiles,
+}
+
+fn pki(dir: &Path, name: &str) -> Pki {
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("{name} test CA"));
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+    let node_key = rcgen::KeyPair::generate().expect("key");
+    let node = rcgen::CertificateParams::new(vec!["node.test".to_string()])
+        .expect("params")
+        .signed_by(&node_key, &ca)
+        .expect("node certificate");
+    let client_key = rcgen::KeyPair::generate().expect("key");
+    let mut client_params =
+        rcgen::CertificateParams::new(vec!["core.test".to_string()]).expect("params");
+    client_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let client = client_params
+        .signed_by(&client_key, &ca)
+        .expect("client certificate");
+    let certificate = dir.join(format!("{name}-node.crt"));
+    let key = dir.join(format!("{name}-node.key"));
+    let client_ca = dir.join(format!("{name}-ca.crt"));
+    std::fs::write(&certificate, node.pem()).expect("write");
+    write_private(&key, node_key.serialize_pem().as_bytes());
+    std::fs::write(&client_ca, ca.pem()).expect("write");
+    Pki {
+        ca: ca.pem().into_bytes(),
+        client_identity: format!("{}{}", client.pem(), client_key.serialize_pem()).into_bytes(),
+        files: TlsFiles {
+            certificate,
+            key,
+            client_ca: Some(client_ca),
+        },
+    }
+}
+
+fn tls_endpoint(address: std::net::SocketAddr, ca: &[u8], identity: Option<&[u8]>) -> Endpoint {
+    Endpoint::Tls(TlsEndpoint {
+        address,
+        server_name: "node.test".into(),
+        ca_pem: ca.to_vec(),
+        identity_pem: identity.map(<[u8]>::to_vec),
+    })
+}
+
+fn free_address() -> std::net::SocketAddr {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    free.local_addr().expect("address")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_with_tls_verifies_both_sides_when_client_certificates_are_required() {
+    let address = free_address();
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let good = pki(scratch.path(), "good");
+    let other = pki(scratch.path(), "other");
+    let files = good.files.clone();
+    let (ca, identity) = (good.ca.clone(), good.client_identity.clone());
+    let node = serve(
+        ConnectionLimits::default(),
+        move |_| {
+            Some(Listen {
+                tcp: Some(address),
+                tls: Some(files),
+                ..Listen::default()
+            })
+        },
+        move |_| Some(tls_endpoint(address, &ca, Some(&identity))),
+    )
+    .await;
+    let kinds = |endpoint: Endpoint| async move {
+        NodeClient::new(&endpoint, TOKEN)
+            .expect("client")
+            .kinds(budget(5_000))
+            .await
+    };
+    // The node's CA and a certificate it issued: served.
+    let served = kinds(tls_endpoint(address, &good.ca, Some(&good.client_identity))).await;
+    assert!(served.is_ok(), "{served:?}");
+    // No client certificate, or one another CA issued: the handshake fails.
+    assert_eq!(
+        kinds(tls_endpoint(address, &good.ca, None)).await.err(),
+        Some(TransportError::Lost)
+    );
+    assert_eq!(
+        kinds(tls_endpoint(
+            address,
+            &good.ca,
+            Some(&other.client_identity)
+        ))
+        .await
+        .err(),
+        Some(TransportError::Lost)
+    );
+    // The client does not trust a node whose certificate its CA did not issue.
+    assert_eq!(
+        kinds(tls_endpoint(
+            address,
+            &other.ca,
+            Some(&good.client_identity)
+        ))
+        .await
+        .err(),
+        Some(TransportError::Lost)
+    );
+    // Plain HTTP to the TLS port gets no answer of the protocol.
+    assert_eq!(
+        kinds(Endpoint::Tcp(address)).await.err(),
+        Some(TransportError::Lost)
+    );
+    assert!(node.engine.recorded().is_empty());
+    node.stop().await;
+
+    // Without `client_ca`, any client that trusts the node is served.
+    let address = free_address();
+    let mut files = good.files.clone();
+    files.client_ca = None;
+    let ca = good.ca.clone();
+    let node = serve(
+        ConnectionLimits::default(),
+        move |_| {
+            Some(Listen {
+                tcp: Some(address),
+                tls: Some(files),
+                ..Listen::default()
+            })
+        },
+        move |_| Some(tls_endpoint(address, &ca, None)),
+    )
+    .await;
+    let served = kinds(tls_endpoint(address, &good.ca, None)).await;
+    assert!(served.is_ok(), "{served:?}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn plain_tcp_beyond_loopback_refuses_to_start_unless_asked_for_loudly() {
+    let host = || async {
+        let engine = FakeEngine::start().await;
+        let kinds = [(
+            "plain",
+            serde_json::json!({ "declaration": "valid", "action": "none" }),
+        )];
+        let host = std::sync::Arc::new(load_steered(&engine.socket, &kinds).await);
+        (engine, host)
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_private(&dir.path().join("token"), TOKEN.as_bytes());
+    let token = Token::read(&dir.path().join("token")).expect("token");
+    let (_engine, loaded) = host().await;
+    let everywhere = Listen {
+        tcp: Some("0.0.0.0:0".parse().expect("address")),
+        ..Listen::default()
+    };
+    let refused = Node::new(loaded.clone(), token.clone(), 8)
+        .serve(&everywhere, async {})
+        .await;
+    assert!(
+        matches!(refused, Err(ServeError::Listen(ListenError::PlainTcp))),
+        "{refused:?}"
+    );
+    let allowed = Listen {
+        insecure_plain_tcp: true,
+        ..everywhere
+    };
+    let served = Node::new(loaded, token, 8).serve(&allowed, async {}).await;
+    assert!(served.is_ok(), "explicitly allowed: {served:?}");
+}
