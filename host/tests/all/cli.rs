@@ -1,5 +1,6 @@
 //! The `sandbox-host` binary as an operator runs it.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 fn plugins() -> String {
@@ -235,6 +236,205 @@ async fn a_log_flood_is_cut_at_the_quota() {
     let count = |needle: &str| stderr.lines().filter(|line| line.contains(needle)).count();
     assert_eq!(count("steerable_flood"), 256);
     assert_eq!(count("log_quota_exceeded"), 1);
+}
+
+/// A node whose stderr nobody reads, serving a kind that floods its log
+/// (eight calls of a million events each): the log writer
+/// drops lines rather than block, so a parallel call on another kind is
+/// answered while the floods run and every flood call ends; each call
+/// wrote at most its quota plus one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_log_flood_neither_stalls_the_node_nor_passes_the_quota() {
+    use std::time::Instant;
+    let engine = crate::support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "flood-test-token-0123456789\n").expect("token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let seccomp = dir.path().join("seccomp.json");
+    std::fs::write(&seccomp, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#).expect("seccomp");
+    let socket = dir.path().join("node.sock").display().to_string();
+    let config = dir.path().join("node.toml");
+    let policy = format!(
+        "image = \"{}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
+        crate::support::NO_IMAGE,
+        seccomp.display()
+    );
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+token_file = "{token}"
+installation = "inst-flood"
+plugins = "{plugins}"
+state_dir = "{state}"
+[log]
+level = "info"
+[listen]
+unix = "{socket}"
+[kinds.steerable]
+docker_socket = "{engine}"
+[kinds.steerable.container_policy]
+{policy}
+[kinds.steerable.configuration]
+action = "log-flood"
+count = 1000000
+[kinds.steerable-direct]
+[kinds.steerable-direct.configuration]
+action = "none"
+"#,
+            token = token.display(),
+            plugins = plugins(),
+            engine = engine.socket.display(),
+            state = dir.path().join("state").display(),
+        ),
+    )
+    .expect("config");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(["serve", "--config", &config.display().to_string()])
+        .env_remove("RUST_LOG")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    // A stalled node must fail the test, not hang it.
+    struct KillOnDrop(u32);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.0.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+    let _stop = KillOnDrop(serve.id());
+    let patience = std::time::Duration::from_secs(60);
+    let token = token.display().to_string();
+    let client = move |args: Vec<String>| {
+        let mut all: Vec<String> = ["client", "--unix", &socket, "--token-file", &token]
+            .map(String::from)
+            .to_vec();
+        all.extend(args);
+        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+            .args(&all)
+            .output()
+            .expect("client")
+    };
+    let call = |kind: &str, allocation: &str| {
+        [
+            "call",
+            kind,
+            "get-info",
+            "--reference",
+            &format!("t/e/{allocation}"),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut ready = false;
+    for _ in 0..100 {
+        let client = client.clone();
+        if tokio::task::spawn_blocking(move || client(vec!["kinds".into()]))
+            .await
+            .expect("join")
+            .status
+            .success()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(ready, "serve started");
+    let timed = |args: Vec<String>| {
+        let client = client.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let output = client(args);
+            (output, started.elapsed())
+        })
+    };
+    let (quiet, normal) = tokio::time::timeout(patience, timed(call("steerable-direct", "quiet")))
+        .await
+        .expect("answered")
+        .expect("join");
+    assert!(quiet.status.success());
+    // One flood of a million events, and a call on the other kind while
+    // it runs (the figures are reported, not asserted: 2 cores here).
+    let flood = timed(call("steerable", "flood-0"));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (parallel, during) =
+        tokio::time::timeout(patience, timed(call("steerable-direct", "parallel")))
+            .await
+            .expect("a call on another kind is answered during the flood")
+            .expect("join");
+    assert!(parallel.status.success(), "{parallel:?}");
+    let (output, flood_took) = tokio::time::timeout(patience, flood)
+        .await
+        .expect("the flood call ends")
+        .expect("join");
+    assert!(output.status.success(), "{output:?}");
+    eprintln!(
+        "a call on another kind took {during:?} during a flood of 10^6 events \
+         ({flood_took:?}), {normal:?} before"
+    );
+    // Seven more at once: more log than the pipe holds. A writer that
+    // blocked would stall the runtime's workers here for good.
+    let floods: Vec<_> = (1..8)
+        .map(|index| timed(call("steerable", &format!("flood-{index}"))))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        timed(call("steerable-direct", "while-flooded")),
+    )
+    .await
+    .expect("a parallel call is answered during the floods")
+    .expect("join");
+    assert!(answered.0.status.success(), "{answered:?}");
+    for flood in floods {
+        let (output, _) = tokio::time::timeout(std::time::Duration::from_secs(300), flood)
+            .await
+            .expect("every flood call ends")
+            .expect("join");
+        assert!(output.status.success(), "{output:?}");
+    }
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &serve.id().to_string()])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let mut stderr = serve.stderr.take().expect("stderr");
+    let log = tokio::time::timeout(
+        patience,
+        tokio::task::spawn_blocking(move || {
+            let mut log = String::new();
+            use std::io::Read;
+            stderr.read_to_string(&mut log).map(|_| log)
+        }),
+    )
+    .await
+    .expect("serve ends its log")
+    .expect("join")
+    .expect("read the log");
+    let mut status = None;
+    for _ in 0..600 {
+        status = serve.try_wait().expect("wait");
+        if status.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(status.is_some_and(|status| status.success()), "{status:?}");
+    let count = |needle: &str| log.lines().filter(|line| line.contains(needle)).count();
+    assert!(
+        count("steerable_flood") <= 8 * 256,
+        "{}",
+        count("steerable_flood")
+    );
+    assert!(count("log_quota_exceeded") <= 8);
+    assert!(count("steerable_flood") > 0, "the log was written");
 }
 
 #[test]

@@ -85,7 +85,8 @@ struct Steering {
     credential_field: Option<String>,
     headers: Vec<(String, String)>,
     release_url: Option<String>,
-    /// `table-flood`: how many pollables to hold.
+    /// `table-flood`: how many pollables to hold; `log-flood`: how many
+    /// events to log.
     count: Option<u32>,
     /// Receipt actions (see `receipts.rs`).
     receipt_key: Option<String>,
@@ -464,8 +465,9 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             Ok(info(allocation, Some(status.to_string())))
         }
         "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(&steering)))),
+        // Logs `count` (default ten thousand) events.
         "log-flood" => {
-            for _ in 0..10_000 {
+            for _ in 0..steering.count.unwrap_or(10_000) {
                 log::emit(
                     log::Level::Info,
                     "steerable_flood",

@@ -4,6 +4,7 @@
 
 mod client;
 mod inspect;
+mod logging;
 mod node;
 mod operation;
 mod serve;
@@ -115,34 +116,13 @@ async fn run(cli: Cli) -> Result<bool> {
     }
 }
 
-/// Logs to stderr: `RUST_LOG` when set, else `level`, else `warn`.
-pub fn init_logging(level: Option<&str>, json: bool) {
-    // No dependency that sees engine request bodies (which carry the
-    // daemon credential in the bootstrap archive) logs them: the engine
-    // transport is the broker's own and logs fixed events only.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| level.unwrap_or("warn").into());
-    use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    // A second initialisation (none happens today) would only be ignored.
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
-}
-
 /// Exit status: 0 success, 1 the operation or probe said no, 2 bad input or
 /// a failure of the tool itself.
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Cmd::Serve { .. }) {
-        init_logging(None, false);
-    }
+    // `serve` installs its own, at the level its configuration names.
+    let _log = (!matches!(cli.command, Cmd::Serve { .. })).then(|| logging::init(None, false));
     match run(cli).await {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::from(1),

@@ -29,7 +29,7 @@ async fn interrupted() {
 /// Ctrl-C or SIGTERM finishes the operations in flight and stops.
 pub async fn run(path: PathBuf) -> Result<bool> {
     let config = NodeConfig::load(&path, &registry::builtin())?;
-    crate::init_logging(config.log.level.as_deref(), config.log.json);
+    let _log = crate::logging::init(config.log.level.as_deref(), config.log.json);
     let runtime = Runtime::new().context("creating the WebAssembly engine")?;
     let host = Host::load(
         runtime,
@@ -42,6 +42,7 @@ pub async fn run(path: PathBuf) -> Result<bool> {
     let kinds: Vec<&str> = host.kinds().map(|kind| kind.name()).collect();
     let shown = match (&config.listen.unix, config.listen.tcp) {
         (Some(path), _) => format!("unix:{}", path.display()),
+        (None, Some(address)) if config.listen.tls.is_some() => format!("tls:{address}"),
         (None, Some(address)) => format!("tcp:{address}"),
         (None, None) => bail!("listen: give exactly one of `unix` and `tcp`"),
     };
