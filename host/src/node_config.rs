@@ -114,6 +114,10 @@ struct File {
     plugins: PathBuf,
     #[serde(default = "default_in_flight")]
     max_in_flight: u32,
+    #[serde(default = "default_memory_budget")]
+    memory_budget_mib: u64,
+    #[serde(default = "default_request_body_budget")]
+    request_body_budget_mib: u64,
     #[serde(default)]
     log: Logging,
     state_dir: Option<PathBuf>,
@@ -123,6 +127,20 @@ struct File {
 
 fn default_in_flight() -> u32 {
     64
+}
+
+/// What the served kinds' instances may take at once, at most (MiB).
+pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 16 << 10;
+
+fn default_memory_budget() -> u64 {
+    DEFAULT_MEMORY_BUDGET_MIB
+}
+
+/// Request bodies the node holds at once, at most (MiB).
+pub const DEFAULT_REQUEST_BODY_BUDGET_MIB: u64 = 1 << 10;
+
+fn default_request_body_budget() -> u64 {
+    DEFAULT_REQUEST_BODY_BUDGET_MIB
 }
 
 /// A validated node configuration.
@@ -136,6 +154,9 @@ pub struct NodeConfig {
     pub plugins: PathBuf,
     /// Operations allowed in flight on this node.
     pub max_in_flight: u32,
+    /// Bytes of request bodies the node holds at once; a request that
+    /// would pass it is refused `busy` before its body is read.
+    pub request_body_budget: usize,
     /// Logging.
     pub log: Logging,
     /// The served kinds' registry rows.
@@ -219,6 +240,21 @@ pub enum ConfigError {
     /// local socket only.
     #[error("kinds.{0}: a direct kind is served on `listen.unix` only")]
     DirectOverTcp(String),
+    /// The served kinds' instances could take more memory than the node's
+    /// budget: Σ min(max_concurrent_calls, max_in_flight) × max_memory_bytes
+    /// passes `memory_budget_mib` at this kind.
+    #[error(
+        "kinds.{kind}: with it the kinds' instances may take {needed_mib} MiB at once \
+         (concurrent calls × memory limit), over memory_budget_mib = {budget_mib}"
+    )]
+    MemoryBudget {
+        /// The kind at which the sum passes the budget.
+        kind: String,
+        /// The sum up to and including that kind, MiB.
+        needed_mib: u64,
+        /// The budget, MiB.
+        budget_mib: u64,
+    },
     /// The receipt store in `state_dir` cannot be opened.
     #[error("state_dir: {0}")]
     Receipts(#[from] crate::capability::receipts::ReceiptStoreError),
@@ -320,6 +356,14 @@ impl NodeConfig {
         if !(1..=4096).contains(&file.max_in_flight) {
             return Err(ConfigError::Range("max_in_flight"));
         }
+        if !(64..=1 << 20).contains(&file.memory_budget_mib) {
+            return Err(ConfigError::Range("memory_budget_mib"));
+        }
+        // At least one request of the largest size fits.
+        let smallest_body_budget = crate::transport::wire::MAX_REQUEST_BYTES.div_ceil(1 << 20);
+        if !(smallest_body_budget as u64..=1 << 16).contains(&file.request_body_budget_mib) {
+            return Err(ConfigError::Range("request_body_budget_mib"));
+        }
         if file.kinds.is_empty() {
             return Err(ConfigError::NoKinds);
         }
@@ -339,11 +383,23 @@ impl NodeConfig {
         };
         let mut registrations = Vec::new();
         let mut bindings = BTreeMap::new();
+        let mut memory_mib = 0u64;
         for (kind, section) in file.kinds {
             let registration = table
                 .iter()
                 .find(|row| row.kind == kind)
                 .ok_or_else(|| ConfigError::UnknownKind(kind.clone()))?;
+            let policy = &registration.policy;
+            let concurrent = policy.max_concurrent_calls.min(file.max_in_flight);
+            memory_mib +=
+                u64::from(concurrent) * (policy.max_memory_bytes as u64).div_ceil(1 << 20);
+            if memory_mib > file.memory_budget_mib {
+                return Err(ConfigError::MemoryBudget {
+                    kind,
+                    needed_mib: memory_mib,
+                    budget_mib: file.memory_budget_mib,
+                });
+            }
             let mut configuration = serde_json::to_value(&section.configuration)
                 .map_err(|_| ConfigError::Syntax(format!("kinds.{kind}.configuration")))?;
             for (key, file) in &section.configuration_files {
@@ -406,6 +462,7 @@ impl NodeConfig {
             token,
             plugins: file.plugins,
             max_in_flight: file.max_in_flight,
+            request_body_budget: (file.request_body_budget_mib << 20) as usize,
             log: file.log,
             registrations,
             bindings,
@@ -766,6 +823,38 @@ memory_mb = 1024
             "[listen.tls]\ncertificate = \"/c\"\nkey = \"/k\"\n[listen]\n",
         );
         assert!(refusal(&on_unix, &table).contains("TLS is served on `tcp` only"));
+    }
+
+    #[test]
+    fn the_kinds_instances_must_fit_the_memory_budget() {
+        let files = Files::new();
+        let table = registry::builtin();
+        // The docker kind: 64 concurrent calls of 64 MiB.
+        let config = NodeConfig::parse(&files.config(DOCKER), &table).expect("fits the default");
+        assert_eq!(config.request_body_budget, 1 << 30);
+        let tight = files
+            .config(DOCKER)
+            .replace("plugins =", "memory_budget_mib = 4095\nplugins =");
+        let refused = refusal(&tight, &table);
+        assert!(
+            refused.contains("kinds.docker:") && refused.contains("4096 MiB"),
+            "{refused}"
+        );
+        // Fewer calls in flight on the node, fewer instances at once.
+        let fewer = files.config(DOCKER).replace(
+            "plugins =",
+            "memory_budget_mib = 1024\nmax_in_flight = 16\nplugins =",
+        );
+        assert!(NodeConfig::parse(&fewer, &table).is_ok());
+        let bodies = files
+            .config(DOCKER)
+            .replace("plugins =", "request_body_budget_mib = 71\nplugins =");
+        assert!(refusal(&bodies, &table).contains("request_body_budget_mib"));
+        let bodies = files
+            .config(DOCKER)
+            .replace("plugins =", "request_body_budget_mib = 72\nplugins =");
+        let config = NodeConfig::parse(&bodies, &table).expect("one frame fits");
+        assert_eq!(config.request_body_budget, 72 << 20);
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct Node {
     in_flight: Arc<Semaphore>,
     operations: TaskTracker,
     limits: ConnectionLimits,
+    /// Bytes of request bodies held at once (one permit per byte).
+    bodies: Arc<Semaphore>,
 }
 
 /// Why a request is turned away before anything runs.
@@ -223,7 +225,20 @@ impl Node {
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
             operations: TaskTracker::new(),
             limits: ConnectionLimits::default(),
+            bodies: Arc::new(Semaphore::new(
+                (crate::node_config::DEFAULT_REQUEST_BODY_BUDGET_MIB << 20) as usize,
+            )),
         }
+    }
+
+    /// Replaces the default budget of request bodies held at once
+    /// (`request_body_budget_mib`), in bytes: a request whose declared
+    /// length (or, undeclared, the largest frame) does not fit in what is
+    /// left is refused `busy` before its body is read, and its share stays
+    /// taken until its operation ends.
+    pub fn with_request_body_budget(mut self, bytes: usize) -> Self {
+        self.bodies = Arc::new(Semaphore::new(bytes.min(Semaphore::MAX_PERMITS)));
+        self
     }
 
     /// Replaces the default [`ConnectionLimits`]'s read timeout: how long a
@@ -376,9 +391,15 @@ impl Node {
         answer(status, &wire::Health { ready, kinds })
     }
 
-    /// `permit` is this request's in-flight slot; it goes with the
-    /// operation, which keeps it until it ends even if the caller leaves.
-    async fn call(&self, body: Body, received: Instant, permit: OwnedSemaphorePermit) -> Response {
+    /// `permit` is this request's in-flight slot and its share of the body
+    /// budget; they go with the operation, which keeps them until it ends
+    /// even if the caller leaves.
+    async fn call(
+        &self,
+        body: Body,
+        received: Instant,
+        permit: (OwnedSemaphorePermit, OwnedSemaphorePermit),
+    ) -> Response {
         let read = Limited::new(body, MAX_REQUEST_BYTES).collect();
         let bytes = match tokio::time::timeout(self.limits.read_timeout, read).await {
             Ok(Ok(collected)) => collected.to_bytes(),
@@ -662,7 +683,16 @@ async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
         return refuse(Refused::Busy);
     };
     match route.1 {
-        "/call" => node.call(body, received, permit).await,
+        "/call" => {
+            let share = declared_length.unwrap_or(MAX_REQUEST_BYTES);
+            let Some(body_share) = u32::try_from(share)
+                .ok()
+                .and_then(|share| node.bodies.clone().try_acquire_many_owned(share).ok())
+            else {
+                return refuse(Refused::Busy);
+            };
+            node.call(body, received, (permit, body_share)).await
+        }
         "/kinds" => answer(StatusCode::OK, &node.kinds()),
         _ => node.health().await,
     }

@@ -386,6 +386,108 @@ async fn a_peer_holds_at_most_its_share_of_tcp_connections() {
     node.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
+    use sandbox_host::transport::wire::MAX_REQUEST_BYTES;
+    let limits = ConnectionLimits {
+        read_timeout: Duration::from_secs(3),
+        ..ConnectionLimits::default()
+    };
+    // Room for three requests declaring 50 MiB of stdin (as base64 in JSON).
+    let declared = (50 << 20) * 4 / 3 + 4096;
+    let engine = FakeEngine::start().await;
+    let kinds = [(
+        "plain",
+        serde_json::json!({ "declaration": "valid", "action": "none", "volume": "vol-x" }),
+    )];
+    let host = std::sync::Arc::new(load_steered(&engine.socket, &kinds).await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_private(&dir.path().join("token"), TOKEN.as_bytes());
+    let token = Token::read(&dir.path().join("token")).expect("token");
+    let socket = dir.path().join("node.sock");
+    let listen = Listen {
+        unix: Some(socket.clone()),
+        ..Listen::default()
+    };
+    let node = Node::new(host, token, 64)
+        .with_limits(limits)
+        .with_request_body_budget(3 * declared + declared / 2);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        node.serve(&listen, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let head = |length: usize| {
+        format!(
+            "POST /call HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
+             authorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n\
+             content-length: {length}\r\n\r\n{{\"kind\""
+        )
+    };
+    let connect = || async {
+        for _ in 0..300 {
+            if let Ok(stream) = tokio::net::UnixStream::connect(&socket).await {
+                return stream;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the node did not start");
+    };
+    // 64 clients announce 50 MiB commands at once and send their bodies
+    // slowly: three hold the budget, every other one is `busy` at once,
+    // its body unread.
+    let mut streams = Vec::new();
+    for _ in 0..64 {
+        let mut stream = connect().await;
+        stream
+            .write_all(head(declared).as_bytes())
+            .await
+            .expect("write");
+        streams.push(stream);
+    }
+    let mut busy = 0;
+    let mut waiting = 0;
+    for stream in &mut streams {
+        match tokio::time::timeout(Duration::from_millis(500), read_message(stream)).await {
+            Ok(answer) => {
+                assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+                assert!(answer.ends_with(r#"{"refused":"busy"}"#), "{answer}");
+                busy += 1;
+            }
+            Err(_) => waiting += 1,
+        }
+    }
+    assert_eq!((waiting, busy), (3, 61));
+    // An undeclared length takes the largest frame's share: busy too.
+    let mut chunked = connect().await;
+    chunked
+        .write_all(
+            head(0)
+                .replace("content-length: 0", "transfer-encoding: chunked")
+                .as_bytes(),
+        )
+        .await
+        .expect("write");
+    let answer = read_message(&mut chunked).await;
+    assert!(answer.contains(r#"{"refused":"busy"}"#), "{answer}");
+    assert!(MAX_REQUEST_BYTES > declared / 2);
+    // The three bodies never arrive: `too_slow`, and their shares are free.
+    drop(streams);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut next = connect().await;
+    next.write_all(head(declared).as_bytes())
+        .await
+        .expect("write");
+    let early = tokio::time::timeout(Duration::from_millis(500), read_message(&mut next)).await;
+    assert!(early.is_err(), "admitted again: waiting for its body");
+    assert!(engine.recorded().is_empty());
+    drop(next);
+    let _ = stop.send(());
+    let _ = served.await;
+}
+
 #[tokio::test]
 async fn a_nul_in_the_token_is_refused_by_the_parser_and_runs_nothing() {
     let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;

@@ -47,7 +47,8 @@ pub async fn run(path: PathBuf) -> Result<bool> {
         (None, None) => bail!("listen: give exactly one of `unix` and `tcp`"),
     };
     let kinds = kinds.join(", ");
-    let node = Node::new(Arc::new(host), config.token, config.max_in_flight);
+    let node = Node::new(Arc::new(host), config.token, config.max_in_flight)
+        .with_request_body_budget(config.request_body_budget);
     let listen = config.listen;
     let served = tokio::spawn(async move { node.serve(&listen, interrupted()).await });
     eprintln!("sandbox-host: serving {kinds} on {shown}");
