@@ -45,6 +45,14 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool) -> Aborted {
     }
 }
 
+/// Bytes the host may allocate lifting one import call's arguments (strings
+/// and lists, counted as the host holds them): the largest legitimate
+/// transfer, a command's stdin, plus room for the rest of its arguments.
+/// Past it the call traps before the host holds the data (wasmtime's
+/// default is 128 MiB, which a component's empty strings can reach from
+/// far less of its own memory).
+pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
+
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline`, and drops the instance.
 pub async fn run<R>(
@@ -64,6 +72,7 @@ pub async fn run<R>(
         CallState::new(capabilities, scope, deadline, max_memory_bytes),
     );
     store.limiter(|state| &mut state.limits);
+    store.set_hostcall_fuel(HOSTCALL_FUEL);
     // Every epoch tick the guest yields to the executor, so a guest that
     // spins cannot hold a worker thread (and the node's other requests)
     // hostage; once the deadline has passed it is interrupted.

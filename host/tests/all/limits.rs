@@ -37,6 +37,7 @@ async fn host() -> Host {
         ("looper", "loop"),
         ("hoarder", "allocate"),
         ("flooder", "table-flood"),
+        ("wide-logger", "log-wide"),
         ("panicker", "panic"),
         ("quiet", "none"),
         ("counter", "count"),
@@ -49,7 +50,11 @@ async fn host() -> Host {
                 kind.to_string(),
                 binding(
                     Some("/run/engine.sock".into()),
-                    json!({ "action": action, "count": 100_000 }),
+                    // Two million pollables; 1.2 million log fields.
+                    match *action {
+                        "table-flood" => json!({ "action": action, "count": 2_000_000 }),
+                        _ => json!({ "action": action, "count": 1_200_000 }),
+                    },
                 ),
             )
         })
@@ -260,6 +265,27 @@ async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
 /// (a million), which would have let the call succeed; two million (the
 /// steerable default) end the same way.
 #[tokio::test]
+async fn an_import_argument_beyond_the_hostcall_fuel_traps_before_the_host_holds_it() {
+    let host = host().await;
+    // 1.2 million empty fields fit in the component's 64 MiB, but lifted
+    // they would take 57.6 MB of host memory: past the fuel, a trap.
+    let outcome = host
+        .kind("wide-logger")
+        .expect("a loaded kind")
+        .get_info(reference(), budget(60_000))
+        .await;
+    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+    assert!(
+        host.kind("quiet")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(5_000))
+            .await
+            .is_ok(),
+        "host still serves"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_wasi_resources_ends_at_the_table_cap() {
     let host = host().await;
     let outcome = host

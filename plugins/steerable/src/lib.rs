@@ -86,7 +86,7 @@ struct Steering {
     headers: Vec<(String, String)>,
     release_url: Option<String>,
     /// `table-flood`: how many pollables to hold; `log-flood`: how many
-    /// events to log.
+    /// events to log; `log-wide`: how many fields to log in one event.
     count: Option<u32>,
     /// Receipt actions (see `receipts.rs`).
     receipt_key: Option<String>,
@@ -474,6 +474,14 @@ fn act(allocation: Reference) -> Result<Info, Error> {
                     &[("allocation".into(), allocation.allocation_id.clone())],
                 );
             }
+            Ok(info(allocation, Some(NATIVE_ID.into())))
+        }
+        // One event with `count` (default 1.2 million) empty fields: more
+        // for the host to lift than its hostcall fuel allows.
+        "log-wide" => {
+            let fields =
+                vec![(String::new(), String::new()); steering.count.unwrap_or(1_200_000) as usize];
+            log::emit(log::Level::Info, "steerable_wide", &fields);
             Ok(info(allocation, Some(NATIVE_ID.into())))
         }
         "log" => {
