@@ -41,6 +41,15 @@ async fn serve(
     listen: impl FnOnce(&Path) -> Option<Listen>,
     ready: impl FnOnce(&Path) -> Option<Endpoint>,
 ) -> Served {
+    serve_with(|node| node.with_limits(limits), listen, ready).await
+}
+
+/// [`serve`], with the node set up by `set_up`.
+async fn serve_with(
+    set_up: impl FnOnce(Node) -> Node,
+    listen: impl FnOnce(&Path) -> Option<Listen>,
+    ready: impl FnOnce(&Path) -> Option<Endpoint>,
+) -> Served {
     let engine = FakeEngine::start().await;
     let kinds = [(
         "plain",
@@ -56,7 +65,7 @@ async fn serve(
         ..Listen::default()
     });
     let endpoint = ready(dir.path()).unwrap_or(Endpoint::Unix(socket.clone()));
-    let node = Node::new(host, token, 64).with_limits(limits);
+    let node = set_up(Node::new(host, token, 64));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         node.serve(&listen, async {
@@ -395,30 +404,15 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
     };
     // Room for three requests declaring 50 MiB of stdin (as base64 in JSON).
     let declared = (50 << 20) * 4 / 3 + 4096;
-    let engine = FakeEngine::start().await;
-    let kinds = [(
-        "plain",
-        serde_json::json!({ "declaration": "valid", "action": "none", "volume": "vol-x" }),
-    )];
-    let host = std::sync::Arc::new(load_steered(&engine.socket, &kinds).await);
-    let dir = tempfile::tempdir().expect("tempdir");
-    write_private(&dir.path().join("token"), TOKEN.as_bytes());
-    let token = Token::read(&dir.path().join("token")).expect("token");
-    let socket = dir.path().join("node.sock");
-    let listen = Listen {
-        unix: Some(socket.clone()),
-        ..Listen::default()
-    };
-    let node = Node::new(host, token, 64)
-        .with_limits(limits)
-        .with_request_body_budget(3 * declared + declared / 2);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(async move {
-        node.serve(&listen, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let node = serve_with(
+        |node| {
+            node.with_limits(limits)
+                .with_request_body_budget(3 * declared + declared / 2)
+        },
+        |_| None,
+        |_| None,
+    )
+    .await;
     let head = |length: usize| {
         format!(
             "POST /call HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
@@ -426,21 +420,12 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
              content-length: {length}\r\n\r\n{{\"kind\""
         )
     };
-    let connect = || async {
-        for _ in 0..300 {
-            if let Ok(stream) = tokio::net::UnixStream::connect(&socket).await {
-                return stream;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the node did not start");
-    };
     // 64 clients announce 50 MiB commands at once and send their bodies
     // slowly: three hold the budget, every other one is `busy` at once,
     // its body unread.
     let mut streams = Vec::new();
     for _ in 0..64 {
-        let mut stream = connect().await;
+        let mut stream = node.connect().await;
         stream
             .write_all(head(declared).as_bytes())
             .await
@@ -461,7 +446,7 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
     }
     assert_eq!((waiting, busy), (3, 61));
     // An undeclared length takes the largest frame's share: busy too.
-    let mut chunked = connect().await;
+    let mut chunked = node.connect().await;
     chunked
         .write_all(
             head(0)
@@ -476,16 +461,15 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
     // The three bodies never arrive: `too_slow`, and their shares are free.
     drop(streams);
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let mut next = connect().await;
+    let mut next = node.connect().await;
     next.write_all(head(declared).as_bytes())
         .await
         .expect("write");
     let early = tokio::time::timeout(Duration::from_millis(500), read_message(&mut next)).await;
     assert!(early.is_err(), "admitted again: waiting for its body");
-    assert!(engine.recorded().is_empty());
+    assert!(node.engine.recorded().is_empty());
     drop(next);
-    let _ = stop.send(());
-    let _ = served.await;
+    node.stop().await;
 }
 
 #[tokio::test]

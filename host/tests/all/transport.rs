@@ -863,33 +863,6 @@ async fn health_reports_each_kinds_probe_diagnostics() {
     node.stop().await;
 }
 
-/// One HTTP request as text: its head, then as much body as it announces.
-async fn read_request(stream: &mut tokio::net::UnixStream) -> String {
-    use tokio::io::AsyncReadExt;
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 8192];
-    loop {
-        let text = String::from_utf8_lossy(&seen).to_string();
-        if let Some(head_end) = text.find("\r\n\r\n") {
-            let length = text[..head_end]
-                .lines()
-                .find_map(|line| {
-                    let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            if seen.len() >= head_end + 4 + length {
-                return text;
-            }
-        }
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).to_string(),
-            Ok(read) => seen.extend_from_slice(&buffer[..read]),
-        }
-    }
-}
-
 #[tokio::test]
 async fn an_answer_that_is_not_a_frame_is_unknown() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -954,7 +927,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         while let Ok((mut stream, _)) = listener.accept().await {
             let (kinds, answers) = (kinds.clone(), answers.clone());
             tokio::spawn(async move {
-                let request = read_request(&mut stream).await;
+                let request = crate::node_limits::read_message(&mut stream).await;
                 let (stamped, body) = if request.starts_with("GET /kinds") {
                     (true, kinds)
                 } else {
