@@ -71,12 +71,15 @@ pub fn is_allowed_domain(domain: &str) -> bool {
     labels >= 2 && !all_numeric && !local
 }
 
-/// True when `host` is `domain` or a name under it.
+/// True when `host` is `domain` or a name under it, itself a DNS name
+/// this rule allows (letters, digits and hyphens in each label): a URL
+/// host may hold other characters (`+`, `;`, `!`…) that no DNS name has.
 pub fn is_within(host: &str, domain: &str) -> bool {
-    host == domain
-        || (host.len() > domain.len()
+    is_allowed_domain(host)
+        && (host == domain
+            || (host.len() > domain.len()
             && host.ends_with(domain)
-            && host.as_bytes()[host.len() - domain.len() - 1] == b'.')
+            && host.as_bytes()[host.len() - domain.len() - 1] == b'.'))
 }
 
 /// The endpoint to use: the given `(api_url, domain)`, or the defaults when
