@@ -437,6 +437,97 @@ action = "none"
     assert!(count("steerable_flood") > 0, "the log was written");
 }
 
+/// `serve` on TCP with TLS and client certificates required, and `client`
+/// as the README shows it: with the CA, the node's name and a client
+/// identity it is served; without the identity, or in plain HTTP, not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_and_client_speak_tls_with_client_certificates() {
+    let engine = crate::support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "tls-cli-token-0123456789\n").expect("token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let pki = crate::node_limits::pki(dir.path(), "cli");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &pki.ca).expect("ca");
+    let identity = dir.path().join("core.pem");
+    std::fs::write(&identity, &pki.client_identity).expect("identity");
+    std::fs::set_permissions(&identity, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|free| free.local_addr())
+        .expect("a free port")
+        .to_string();
+    let policy = std::fs::read_to_string(policy_file(dir.path())).expect("policy");
+    let config = dir.path().join("node.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+token_file = "{token}"
+installation = "inst-tls"
+plugins = "{plugins}"
+[listen]
+tcp = "{address}"
+[listen.tls]
+certificate = "{certificate}"
+key = "{key}"
+client_ca = "{client_ca}"
+[kinds.steerable]
+docker_socket = "{engine}"
+[kinds.steerable.container_policy]
+{policy}
+[kinds.steerable.configuration]
+action = "none"
+"#,
+            token = token.display(),
+            plugins = plugins(),
+            certificate = pki.files.certificate.display(),
+            key = pki.files.key.display(),
+            client_ca = pki.files.client_ca.as_ref().expect("client CA").display(),
+            engine = engine.socket.display(),
+        ),
+    )
+    .expect("config");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(["serve", "--config", &config.display().to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let (token, ca, identity) = (
+        token.display().to_string(),
+        ca.display().to_string(),
+        identity.display().to_string(),
+    );
+    let kinds = |extra: &[&str]| {
+        let mut args = vec!["client", "--tcp", &address, "--token-file", &token];
+        args.extend_from_slice(extra);
+        args.push("kinds");
+        host(&args)
+    };
+    let with_tls = ["--tls-ca", &ca, "--server-name", "node.test"];
+    let with_identity = [&with_tls[..], &["--client-identity", &identity]].concat();
+    let mut served = None;
+    for _ in 0..100 {
+        let output = tokio::task::block_in_place(|| kinds(&with_identity));
+        if output.status.success() {
+            served = Some(output);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let anonymous = tokio::task::block_in_place(|| kinds(&with_tls));
+    let plain = tokio::task::block_in_place(|| kinds(&[]));
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let served = served.expect("served over TLS with a client certificate");
+    assert!(String::from_utf8_lossy(&served.stdout).contains("steerable"));
+    assert!(
+        !anonymous.status.success(),
+        "no client certificate, no answer"
+    );
+    assert!(!plain.status.success(), "plain HTTP gets no answer");
+}
+
 #[test]
 fn commands_that_reach_the_engine_need_a_container_policy() {
     let output = host(&[

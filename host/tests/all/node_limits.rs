@@ -491,13 +491,13 @@ async fn a_nul_in_the_token_is_refused_by_the_parser_and_runs_nothing() {
 
 /// A CA, and certificates it issued for the node (`node.test`) and for a
 /// client, written as PEM files in `dir`.
-struct Pki {
-    ca: Vec<u8>,
-    client_identity: Vec<u8>,
-    files: TlsFiles,
+pub(crate) struct Pki {
+    pub(crate) ca: Vec<u8>,
+    pub(crate) client_identity: Vec<u8>,
+    pub(crate) files: TlsFiles,
 }
 
-fn pki(dir: &Path, name: &str) -> Pki {
+pub(crate) fn pki(dir: &Path, name: &str) -> Pki {
     let ca_key = rcgen::KeyPair::generate().expect("key");
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
