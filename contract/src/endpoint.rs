@@ -78,8 +78,8 @@ pub fn is_within(host: &str, domain: &str) -> bool {
     is_allowed_domain(host)
         && (host == domain
             || (host.len() > domain.len()
-            && host.ends_with(domain)
-            && host.as_bytes()[host.len() - domain.len() - 1] == b'.'))
+                && host.ends_with(domain)
+                && host.as_bytes()[host.len() - domain.len() - 1] == b'.'))
 }
 
 /// The endpoint to use: the given `(api_url, domain)`, or the defaults when
