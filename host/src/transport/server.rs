@@ -325,7 +325,7 @@ impl Node {
                     .map_err(|e| ServeError::Bind(address.to_string(), e))?;
                 if tls.is_some() {
                     tracing::info!(address = %address, "serving TLS");
-                } else if address.ip().is_loopback() {
+                } else if address.ip().to_canonical().is_loopback() {
                     tracing::info!(address = %address, "serving plain TCP on loopback");
                 } else {
                     tracing::warn!(
@@ -508,20 +508,25 @@ async fn serve_connections<L>(
             accepted = listener.accept() => accepted,
             () = &mut shutdown => break,
         };
-        let slot = loop {
+        // `None`: shutdown came while the connection waited for a slot
+        // (the shutdown future is never polled again once it has ended).
+        let admitted = loop {
             match slots.admit(address.peer(), &drop_all) {
-                Admission::Admitted(slot) => break Some(slot),
-                Admission::PeerFull => break None,
                 Admission::Full => {}
+                admission => break Some(admission),
             }
             tokio::select! {
                 () = slots.vacancy() => {}
                 () = &mut shutdown => break None,
             }
         };
-        let Some(slot) = slot else {
-            tracing::debug!("connection closed on arrival: its peer holds its share");
-            continue;
+        let slot = match admitted {
+            Some(Admission::Admitted(slot)) => slot,
+            Some(_) => {
+                tracing::debug!("connection closed on arrival: its peer holds its share");
+                continue;
+            }
+            None => break,
         };
         connections.spawn(connection(
             io,

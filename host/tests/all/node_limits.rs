@@ -259,8 +259,18 @@ async fn when_every_slot_holds_the_token_new_connections_wait_for_one() {
         .await
         .expect("answered once a slot is free");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Shutdown while a connection still waits for a slot ends cleanly.
+    proven.push(waiting);
+    let mut late = node.connect().await;
+    late.write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let took = tokio::time::timeout(Duration::from_secs(10), node.stop())
+        .await
+        .expect("stopped");
+    assert!(took < Duration::from_secs(10));
     drop(proven);
-    node.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
