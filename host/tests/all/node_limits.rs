@@ -482,6 +482,50 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
     node.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_over_the_limit_are_too_large_declared_or_chunked() {
+    use sandbox_host::transport::wire::MAX_REQUEST_BYTES;
+    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let head = |framing: String| {
+        format!(
+            "POST /call HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
+             authorization: Bearer {TOKEN}\r\ncontent-type: application/json\r\n{framing}\r\n\r\n"
+        )
+    };
+    // A declared length over the limit: 413 before any body byte is sent.
+    let mut declared = node.connect().await;
+    declared
+        .write_all(head(format!("content-length: {}", MAX_REQUEST_BYTES + 1)).as_bytes())
+        .await
+        .expect("write");
+    let answer = tokio::time::timeout(Duration::from_secs(5), read_message(&mut declared))
+        .await
+        .expect("answered without the body");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.ends_with(r#"{"refused":"too_large"}"#), "{answer}");
+    // A chunked body that passes the limit: 413 once it does.
+    let (mut reading, mut writing) = node.connect().await.into_split();
+    let writer = tokio::spawn(async move {
+        writing
+            .write_all(head("transfer-encoding: chunked".into()).as_bytes())
+            .await?;
+        let chunk = vec![b' '; 1 << 20];
+        let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+        for _ in 0..=(MAX_REQUEST_BYTES >> 20) {
+            writing.write_all(&framed).await?;
+        }
+        writing.write_all(b"0\r\n\r\n").await
+    });
+    let answer = tokio::time::timeout(Duration::from_secs(30), read_message(&mut reading))
+        .await
+        .expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.ends_with(r#"{"refused":"too_large"}"#), "{answer}");
+    writer.abort();
+    assert!(node.engine.recorded().is_empty());
+    node.stop().await;
+}
+
 #[tokio::test]
 async fn a_nul_in_the_token_is_refused_by_the_parser_and_runs_nothing() {
     let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
