@@ -238,6 +238,14 @@ async fn a_log_flood_is_cut_at_the_quota() {
     assert_eq!(count("log_quota_exceeded"), 1);
 }
 
+/// A token file, private to its owner, in `dir`.
+fn private_token(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    let path = dir.join("token");
+    std::fs::write(&path, format!("{token}\n")).expect("token");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    path
+}
+
 /// A node whose stderr nobody reads, serving a kind that floods its log
 /// (eight calls of a million events each): the log writer
 /// drops lines rather than block, so a parallel call on another kind is
@@ -248,9 +256,7 @@ async fn a_log_flood_neither_stalls_the_node_nor_passes_the_quota() {
     use std::time::Instant;
     let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "flood-test-token-0123456789\n").expect("token");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let token = private_token(dir.path(), "flood-test-token-0123456789");
     let seccomp = dir.path().join("seccomp.json");
     std::fs::write(&seccomp, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#).expect("seccomp");
     let socket = dir.path().join("node.sock").display().to_string();
@@ -444,9 +450,7 @@ action = "none"
 async fn serve_and_client_speak_tls_with_client_certificates() {
     let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "tls-cli-token-0123456789\n").expect("token");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let token = private_token(dir.path(), "tls-cli-token-0123456789");
     let pki = crate::node_limits::pki(dir.path(), "cli");
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, &pki.ca).expect("ca");

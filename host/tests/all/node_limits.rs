@@ -128,6 +128,15 @@ fn kinds_request(authenticated: bool) -> String {
     )
 }
 
+/// Sends `GET /kinds` with the token on `stream` and reads the answer.
+async fn ask_kinds(stream: &mut tokio::net::UnixStream) -> String {
+    stream
+        .write_all(kinds_request(true).as_bytes())
+        .await
+        .expect("write");
+    read_message(stream).await
+}
+
 /// One HTTP message as text: its head, then as much body as it announces
 /// (or what came before the stream ended).
 pub(crate) async fn read_message(stream: &mut (impl AsyncRead + Unpin)) -> String {
@@ -235,11 +244,7 @@ async fn when_every_slot_holds_the_token_new_connections_wait_for_one() {
     let mut proven = Vec::new();
     for _ in 0..MAX_CONNECTIONS {
         let mut stream = node.connect().await;
-        stream
-            .write_all(kinds_request(true).as_bytes())
-            .await
-            .expect("write");
-        let answer = read_message(&mut stream).await;
+        let answer = ask_kinds(&mut stream).await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         proven.push(stream);
     }
@@ -343,11 +348,7 @@ async fn a_connection_past_its_lifetime_ends_with_its_next_answer() {
     };
     let node = serve(limits, |_| None, |_| None).await;
     let mut stream = node.connect().await;
-    stream
-        .write_all(kinds_request(true).as_bytes())
-        .await
-        .expect("write");
-    let young = read_message(&mut stream).await;
+    let young = ask_kinds(&mut stream).await;
     assert!(young.starts_with("HTTP/1.1 200"), "{young}");
     assert!(!young.contains("connection: close"), "{young}");
     tokio::time::sleep(Duration::from_millis(400)).await;
