@@ -27,6 +27,6 @@ pub const MAX_CONNECTIONS: usize = 256;
 /// for a newer one.
 pub const RESERVED_FOR_AUTHENTICATED: usize = 64;
 
-/// TCP connections one peer address may hold at once (`listen.
-/// max_connections_per_peer` overrides it).
+/// TCP connections one peer address may hold at once
+/// (`listen.max_connections_per_peer` overrides it).
 pub const MAX_CONNECTIONS_PER_PEER: usize = 64;
