@@ -128,14 +128,16 @@ impl OriginPolicy {
     }
 
     /// The URL a request for `target` is sent to, when the policy allows
-    /// it: it parses, is not too long, carries no user information, and
+    /// it: it parses, is not too long (as written and as it will be sent:
+    /// percent-encoding may triple it), carries no user information, and
     /// its origin is allowed.
     pub fn admit(&self, target: &str) -> Option<reqwest::Url> {
-        if target.len() > oac_contract::bounds::MAX_URL_BYTES {
+        let bound = oac_contract::bounds::MAX_URL_BYTES;
+        if target.len() > bound {
             return None;
         }
         let url = reqwest::Url::parse(target).ok()?;
-        self.allowed(&url).then_some(url)
+        (url.as_str().len() <= bound && self.allowed(&url)).then_some(url)
     }
 
     fn allowed(&self, url: &reqwest::Url) -> bool {
@@ -565,6 +567,14 @@ mod tests {
         assert!(!allowed("https://api.vendor.example.evil.example/"));
         assert!(!allowed("https://user:pw@api.vendor.example/"));
         assert!(!allowed("http://127.0.0.1:9001/"));
+        // Found by the http_origin fuzz target: the bound holds for the URL
+        // as sent, after percent-encoding, not only as written.
+        let bound = oac_contract::bounds::MAX_URL_BYTES;
+        let root = "https://api.vendor.example/";
+        let fits = format!("{root}{}", "a".repeat(bound - root.len()));
+        assert!(allowed(&fits));
+        let expands = format!("{root}{}", "<".repeat(bound / 2));
+        assert!(expands.len() <= bound && !allowed(&expands));
     }
 
     #[test]
