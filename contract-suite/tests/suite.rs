@@ -193,7 +193,9 @@ async fn e2b_suite(name: &str) -> Report {
         mode: Mode::Direct,
         configuration,
         seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
-        budget_ms: 2_000,
+        // Receipts are fsync'd: a Create commits four times, which takes
+        // seconds on a disk still writing back a build.
+        budget_ms: 5_000,
         fixture: Fixture::FakeE2b,
     };
     contract_suite::run(&target, false)

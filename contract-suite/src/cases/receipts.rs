@@ -110,7 +110,7 @@ pub async fn run(runner: &mut Runner<'_>) {
                 "A Create E2B refuses (429) is settled absence, and GetInfo then proves it without a vendor request.",
                 async |h| {
                     let refused = h.allocation("receipts-refused");
-                    fake.refuse_next("/sandboxes", 429);
+                    fake.refuse_next("POST", "/sandboxes", 429);
                     let created = h.create(&refused).await;
                     let settled = matches!(&created, Err(failure)
                         if failure.info.as_ref().is_some_and(|info| info.create_settled

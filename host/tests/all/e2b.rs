@@ -273,7 +273,7 @@ async fn receipts_find_the_sandbox_after_a_restart() {
 async fn a_settled_refusal_proves_absence_without_asking_e2b() {
     let world = World::start().await;
     let (fake, kind) = (&world.fake, world.kind());
-    fake.refuse_next("/sandboxes", 429);
+    fake.refuse_next("POST", "/sandboxes", 429);
     let refused = kind.create(bootstrap("a"), budget()).await;
     assert_eq!(
         refused,

@@ -120,7 +120,7 @@ static PINNED_IMAGE: LazyLock<regex::Regex> = LazyLock::new(|| {
     let domain = format!(r"(?:{component}(?:\.{component})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?");
     let path = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
     let pattern = format!(
-        r"^(?:(?:{domain}/)?{path}(?:/{path})*(?::[\w][\w.-]{{0,127}})?@)?sha256:[a-f0-9]{{64}}$"
+        r"^(?:(?:{domain}/)?{path}(?:/{path})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?@)?sha256:[a-f0-9]{{64}}$"
     );
     regex::Regex::new(&pattern).expect("the pinned-image grammar is a valid pattern")
 });
@@ -773,6 +773,10 @@ mod tests {
             format!("runtime@sha256:{}", "a".repeat(63)),
             format!("run\ntime@sha256:{digest}"),
             format!("{}@sha256:{digest}", "a".repeat(200)),
+            // Found by the image_reference fuzz target: Docker's tag
+            // grammar is ASCII (`\\w` in Rust's regex is Unicode).
+            format!("runtime:1\u{69e}@sha256:{digest}"),
+            format!("runtime:\u{e9}t\u{e9}@sha256:{digest}"),
         ] {
             assert!(!is_pinned_image(&bad), "{bad:?}");
         }
