@@ -1,5 +1,6 @@
 //! Per-call costs of the host, each next to a baseline measured in the same
-//! run: a trivial operation (fresh instance + one export call), and a
+//! run: a trivial operation (fresh instance + one export call) versus a
+//! bare instantiate + call of an empty export on the same engine, and a
 //! trivial operation with one Docker capability call versus the same engine
 //! request made directly with bollard. The engine is the fixtures' fake
 //! Docker Engine, so the numbers isolate the host's overhead.
@@ -19,7 +20,11 @@ use std::time::Instant;
 
 /// The staged steerable test component under `kind`, steered by its
 /// configuration, granted the engine at `socket`.
-async fn load_steered(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
+async fn load_steered(
+    runtime: Arc<Runtime>,
+    socket: &Path,
+    kinds: &[(&str, serde_json::Value)],
+) -> Host {
     let row = registry::builtin()
         .into_iter()
         .find(|row| row.kind == "steerable")
@@ -59,15 +64,48 @@ async fn load_steered(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Hos
         })
         .collect::<BTreeMap<_, _>>();
     let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    Host::load(
-        Runtime::new().expect("engine"),
-        &table,
-        &plugins,
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads (run `cargo xtask build-plugins` first)")
+    Host::load(runtime, &table, &plugins, &bindings, Connect::Capabilities)
+        .await
+        .expect("host loads (run `cargo xtask build-plugins` first)")
+}
+
+/// The floor of a call: a component with one empty export and nothing
+/// else, instantiated and called on the host's own engine (same pooling
+/// allocator, epoch interruption and async support).
+const EMPTY_COMPONENT: &str = r#"
+(component
+  (core module $m (func (export "noop")))
+  (core instance $i (instantiate $m))
+  (func (export "noop") (canon lift (core func $i "noop"))))
+"#;
+
+/// The steerable component itself, every import linked to a trap:
+/// instantiating it (and dropping the instance) is this component's floor,
+/// without any host function, context or policing.
+fn bare_provider(engine: &wasmtime::Engine) -> wasmtime::component::InstancePre<()> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/steerable.wasm");
+    let component = wasmtime::component::Component::from_file(engine, path).expect("compiles");
+    let mut linker = wasmtime::component::Linker::<()>::new(engine);
+    linker
+        .define_unknown_imports_as_traps(&component)
+        .expect("traps");
+    linker.instantiate_pre(&component).expect("links")
+}
+
+async fn bare_instantiate(pre: &wasmtime::component::InstancePre<()>) {
+    let mut store = wasmtime::Store::new(pre.engine(), ());
+    store.set_epoch_deadline(1_000);
+    pre.instantiate_async(&mut store).await.expect("instance");
+}
+
+async fn bare_call(pre: &wasmtime::component::InstancePre<()>) {
+    let mut store = wasmtime::Store::new(pre.engine(), ());
+    store.set_epoch_deadline(1_000);
+    let instance = pre.instantiate_async(&mut store).await.expect("instance");
+    let noop = instance
+        .get_typed_func::<(), ()>(&mut store, "noop")
+        .expect("export");
+    noop.call_async(&mut store, ()).await.expect("call");
 }
 
 fn reference() -> Reference {
@@ -80,13 +118,14 @@ fn reference() -> Reference {
 
 fn calls(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
+    let runtime = Runtime::new().expect("engine");
     let (engine, host) = rt.block_on(async {
         let engine = FakeDockerEngine::start().await.expect("fake engine");
         let kinds = [
             ("trivial", json!({ "action": "none" })),
             ("capability", json!({ "action": "version" })),
         ];
-        let host = load_steered(engine.socket(), &kinds).await;
+        let host = load_steered(runtime.clone(), engine.socket(), &kinds).await;
         (engine, host)
     });
     let direct = bollard::Docker::connect_with_unix(
@@ -96,6 +135,14 @@ fn calls(c: &mut Criterion) {
     )
     .expect("bollard");
     let budget = Budget::from_millis(10_000).expect("budget");
+    let bare = {
+        let engine = runtime.engine();
+        let bytes = wat::parse_str(EMPTY_COMPONENT).expect("wat");
+        let component = wasmtime::component::Component::new(engine, bytes).expect("compiles");
+        let linker = wasmtime::component::Linker::<()>::new(engine);
+        Arc::new(linker.instantiate_pre(&component).expect("links"))
+    };
+    let provider_floor = Arc::new(bare_provider(runtime.engine()));
 
     let host = Arc::new(host);
     // Each case runs its iterations inside one task on the runtime, as the
@@ -126,6 +173,14 @@ fn calls(c: &mut Criterion) {
         })
     };
     let mut group = c.benchmark_group("per_call");
+    group.bench_function("baseline_bare_instantiate_and_empty_call", |b| {
+        let bare = bare.clone();
+        let call: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
+            let bare = bare.clone();
+            Box::pin(async move { bare_call(&bare).await })
+        });
+        b.iter_custom(|iters| in_task(iters, call.clone()))
+    });
     group.bench_function("baseline_bollard_version_direct", |b| {
         let direct = direct.clone();
         let version: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
@@ -135,6 +190,14 @@ fn calls(c: &mut Criterion) {
             })
         });
         b.iter_custom(|iters| in_task(iters, version.clone()))
+    });
+    group.bench_function("baseline_bare_instantiate_provider_component", |b| {
+        let floor = provider_floor.clone();
+        let call: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
+            let floor = floor.clone();
+            Box::pin(async move { bare_instantiate(&floor).await })
+        });
+        b.iter_custom(|iters| in_task(iters, call.clone()))
     });
     group.bench_function("host_get_info_trivial_fresh_instance", |b| {
         b.iter_custom(|iters| in_task(iters, get_info("trivial")))

@@ -2,9 +2,9 @@
 //! bounds guest CPU, store limits bound memory, and a timeout around the
 //! whole call bounds time spent in host imports. Nothing is retried.
 
-use crate::bindings::{Provider, ProviderPre};
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
+use crate::exports::{Exports, Prepared};
 use crate::state::CallState;
 use std::time::Instant;
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -56,12 +56,12 @@ pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 2
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline`, and drops the instance.
 pub async fn run<R>(
-    pre: &ProviderPre<CallState>,
+    pre: &Prepared,
     capabilities: SharedCapabilities,
     scope: CallScope,
     max_memory_bytes: usize,
     deadline: Instant,
-    call: impl AsyncFnOnce(&Provider, &mut Store<CallState>) -> wasmtime::Result<R>,
+    call: impl AsyncFnOnce(&Exports, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> Result<R, Aborted> {
     let remaining = deadline.saturating_duration_since(Instant::now());
     if remaining.is_zero() {
@@ -86,7 +86,7 @@ pub async fn run<R>(
     });
     let work = async {
         let provider = pre
-            .instantiate_async(&mut store)
+            .instantiate(&mut store)
             .await
             .map_err(|error| (error, true))?;
         call(&provider, &mut store)

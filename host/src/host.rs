@@ -258,7 +258,7 @@ impl Host {
             deadline,
             async |provider, store| {
                 provider
-                    .oac_sandbox_provider_declarations()
+                    .declarations(&mut *store)?
                     .call_operations(store)
                     .await
             },
@@ -292,7 +292,7 @@ impl Host {
             budget.deadline_from_now(),
             async |provider, store| {
                 provider
-                    .oac_sandbox_provider_configuration_adapter()
+                    .configuration_adapter(&mut *store)?
                     .call_requirements(store)
                     .await
             },

@@ -6,11 +6,11 @@
 
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
 use crate::bindings::oac::sandbox_provider::types as wit;
-use crate::bindings::{Provider, ProviderPre};
 use crate::call::{self, Aborted};
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
 use crate::declaration::{Declaration, Inventory};
+use crate::exports::{Exports, Prepared};
 use crate::registry::{Mode, Registration};
 use crate::state::CallState;
 use crate::turns::Turns;
@@ -47,7 +47,7 @@ pub struct Kind {
     pub inventory: Inventory,
     /// The validated declaration.
     pub declaration: Declaration,
-    pub(crate) pre: ProviderPre<CallState>,
+    pub(crate) pre: Prepared,
     pub(crate) capabilities: SharedCapabilities,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) turns: Arc<Turns>,
@@ -64,12 +64,12 @@ fn on(allocation: &Reference) -> CallScope {
 /// One call's work, given the fresh instance and its store: what
 /// [`Kind::run`] runs.
 pub(crate) trait InstanceCall<R>:
-    for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
+    for<'a> FnOnce(&'a Exports, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
 {
 }
 
 impl<R, C> InstanceCall<R> for C where
-    C: for<'a> FnOnce(&'a Provider, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
+    C: for<'a> FnOnce(&'a Exports, &'a mut Store<CallState>) -> CallFuture<'a, R> + Send + 'static
 {
 }
 
@@ -78,12 +78,12 @@ impl<R, C> InstanceCall<R> for C where
 /// when dropped unfinished it goes on in a task of its own. A caller that
 /// leaves ends its wait, never the call (a half-run Create or command
 /// helps nobody, and the reference's turn stays held until it ends).
-struct RunsToEnd<T: Send + 'static> {
+pub(crate) struct RunsToEnd<T: Send + 'static> {
     work: Option<std::pin::Pin<Box<dyn Future<Output = T> + Send>>>,
 }
 
 impl<T: Send + 'static> RunsToEnd<T> {
-    fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
+    pub(crate) fn new(work: impl Future<Output = T> + Send + 'static) -> Self {
         Self {
             work: Some(Box::pin(work)),
         }
@@ -322,9 +322,7 @@ impl SandboxProvider for Kind {
             .invoke(Operation::Create, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
                     s.data_mut().secrets.push(credential);
-                    p.oac_sandbox_provider_sandbox_provider()
-                        .call_create(s, &input)
-                        .await
+                    p.sandbox_provider(&mut *s)?.call_create(s, &input).await
                 })
             })
             .await;
@@ -339,7 +337,7 @@ impl SandboxProvider for Kind {
             .invoke(Operation::GetInfo, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
                     let answer = p
-                        .oac_sandbox_provider_sandbox_provider()
+                        .sandbox_provider(&mut *s)?
                         .call_get_info(&mut *s, &input)
                         .await?;
                     Ok((answer, s.data().evidence))
@@ -356,7 +354,7 @@ impl SandboxProvider for Kind {
             .invoke(Operation::Renew, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
                     let answer = p
-                        .oac_sandbox_provider_sandbox_provider()
+                        .sandbox_provider(&mut *s)?
                         .call_renew(&mut *s, &input)
                         .await?;
                     Ok((answer, s.data().evidence))
@@ -375,7 +373,7 @@ impl SandboxProvider for Kind {
             .invoke(Operation::Kill, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
                     let answer = p
-                        .oac_sandbox_provider_sandbox_provider()
+                        .sandbox_provider(&mut *s)?
                         .call_kill(&mut *s, &input)
                         .await?;
                     Ok((answer, s.data().evidence))
@@ -405,7 +403,7 @@ impl SandboxProvider for Kind {
                 budget,
                 move |p, s| {
                     Box::pin(async move {
-                        p.oac_sandbox_provider_sandbox_provider()
+                        p.sandbox_provider(&mut *s)?
                             .call_run_command(s, &on_allocation, &input)
                             .await
                     })
@@ -420,11 +418,9 @@ impl SandboxProvider for Kind {
         let input = target.into();
         let raw = self
             .invoke(Operation::Observe, scope, budget, move |p, s| {
-                Box::pin(async move {
-                    p.oac_sandbox_provider_observation_source()
-                        .call_observe(s, &input)
-                        .await
-                })
+                Box::pin(
+                    async move { p.observation_source(&mut *s)?.call_observe(s, &input).await },
+                )
             })
             .await;
         self.finish(raw, police::observation)
@@ -444,7 +440,7 @@ impl SandboxProvider for Kind {
         let raw = self
             .invoke(Operation::ObserveBatch, scope, budget, move |p, s| {
                 Box::pin(async move {
-                    p.oac_sandbox_provider_batch_observation_source()
+                    p.batch_observation_source(&mut *s)?
                         .call_observe_batch(s, &input)
                         .await
                 })
@@ -478,7 +474,7 @@ impl SandboxProvider for Kind {
                     s.data_mut().secrets.extend(credential.clone());
                     s.data_mut().http.credential = credential.clone();
                     let resolved = p
-                        .oac_sandbox_provider_selection_discoverer()
+                        .selection_discoverer(&mut *s)?
                         .call_discover_selection(s, &public)
                         .await?;
                     Ok(resolved.map(|public| Configuration { public, credential }))
@@ -505,7 +501,7 @@ impl SandboxProvider for Kind {
                 Box::pin(async move {
                     s.data_mut().secrets.extend(credential.clone());
                     s.data_mut().http.credential = credential;
-                    p.oac_sandbox_provider_credential_verifier()
+                    p.credential_verifier(&mut *s)?
                         .call_verify_credential(s, &public, &references)
                         .await
                 })
@@ -517,7 +513,7 @@ impl SandboxProvider for Kind {
     async fn probe(&self, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
         let found = self
             .invoke(Operation::Probe, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move { p.oac_sandbox_provider_readiness().call_probe(s).await })
+                Box::pin(async move { p.readiness(&mut *s)?.call_probe(s).await })
             })
             .await?;
         Ok(found.into_iter().map(Into::into).collect())
@@ -528,9 +524,9 @@ impl SandboxProvider for Kind {
 /// the store and borrowed arguments.
 macro_rules! checkpoint_call {
     ($call:ident ( $($arg:ident),* )) => {
-        move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+        move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
             Box::pin(async move {
-                p.oac_sandbox_provider_checkpoint_provider()
+                p.checkpoint_provider(&mut *s)?
                     .$call(s, $(&$arg),*)
                     .await
             })
@@ -572,9 +568,9 @@ impl CheckpointProvider for Kind {
                 on(&allocation),
                 valid,
                 budget,
-                move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+                move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
                     Box::pin(async move {
-                        p.oac_sandbox_provider_checkpoint_provider()
+                        p.checkpoint_provider(&mut *s)?
                             .call_new_compute(s, &input, generation, from.as_ref())
                             .await
                     })
@@ -743,10 +739,10 @@ impl CheckpointProvider for Kind {
 macro_rules! adapter_call {
     ($secrets:expr, $call:ident ( $($arg:expr),* )) => {{
         let secrets: Vec<String> = $secrets;
-        move |p: &Provider, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+        move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
             Box::pin(async move {
                 s.data_mut().secrets.extend(secrets);
-                p.oac_sandbox_provider_configuration_adapter()
+                p.configuration_adapter(&mut *s)?
                     .$call(s, $($arg),*)
                     .await
             })
@@ -811,11 +807,9 @@ impl ConfigurationProvider for Kind {
                 CallScope::Node,
                 budget,
                 move |p, s| {
-                    Box::pin(async move {
-                        p.oac_sandbox_provider_configuration_adapter()
-                            .call_requirements(s)
-                            .await
-                    })
+                    Box::pin(
+                        async move { p.configuration_adapter(&mut *s)?.call_requirements(s).await },
+                    )
                 },
             )
             .await?;

@@ -16,6 +16,7 @@ mod call;
 pub mod capability;
 mod convert;
 pub mod declaration;
+mod exports;
 pub mod host;
 mod kind;
 pub mod loader;

@@ -2,8 +2,8 @@
 //! check, contract stamp, compile once per digest, link against the host's
 //! capabilities and WASI (empty context), pre-instantiate.
 
-use crate::bindings::ProviderPre;
 use crate::declaration::{self, DeclarationError, Inventory};
+use crate::exports::Prepared;
 use crate::registry::{DigestSource, Registration};
 use crate::state::CallState;
 use sha2::{Digest, Sha256};
@@ -21,6 +21,15 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
 /// Instances that may exist at once across all kinds.
 const POOL_INSTANCES: u32 = 256;
+/// Bytes of a freed linear memory slot reset in place instead of being
+/// returned to the kernel (when the kernel can scan dirty pages): a
+/// provider call dirties a few dozen pages, so 1 MiB covers it and bounds
+/// what an idle slot keeps. Measured: the trivial call 32 µs → 19.5 µs.
+const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
+/// The same for tables: a component's tables are a few KiB, and
+/// returning them to the kernel cost about 8 µs per call (a TLB flush on
+/// every core).
+const TABLE_KEEP_RESIDENT: usize = 16 << 10;
 
 /// Why a component cannot be loaded. Messages carry no configuration.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +104,17 @@ impl Runtime {
             .total_tables(POOL_INSTANCES * 4)
             .total_stacks(POOL_INSTANCES)
             .max_memories_per_component(4)
-            .max_memory_size(POOL_MAX_MEMORY_BYTES);
+            .max_memory_size(POOL_MAX_MEMORY_BYTES)
+            .table_keep_resident(TABLE_KEEP_RESIDENT);
+        // Where the kernel can list a memory's dirty pages (Linux 6.7+),
+        // a freed slot copies back only those (up to the bound) and keeps
+        // them mapped: the next instance takes no page faults there.
+        // Without the scan keeping memory resident means a memset of the
+        // whole bound at every reset, which costs more than the faults.
+        if PoolingAllocationConfig::is_pagemap_scan_available() {
+            pool.pagemap_scan(wasmtime::Enabled::Yes)
+                .linear_memory_keep_resident(MEMORY_KEEP_RESIDENT);
+        }
         let mut config = Config::new();
         config
             .epoch_interruption(true)
@@ -163,7 +182,7 @@ pub(crate) struct Loaded {
     /// Operations derived from its exports.
     pub inventory: Inventory,
     /// Pre-instantiated component.
-    pub pre: ProviderPre<CallState>,
+    pub pre: Prepared,
 }
 
 /// Hex SHA-256 of `bytes`.
@@ -228,7 +247,7 @@ pub(crate) fn load(
         .linker
         .instantiate_pre(&component)
         .map_err(|_| LoadError::Link { kind: kind.clone() })?;
-    let pre = ProviderPre::new(instance_pre).map_err(|_| LoadError::Link { kind })?;
+    let pre = Prepared::new(instance_pre).map_err(|_| LoadError::Link { kind })?;
     Ok(Loaded {
         digest,
         inventory,
