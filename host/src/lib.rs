@@ -14,6 +14,7 @@
 mod bindings;
 mod call;
 pub mod capability;
+pub mod compile_cache;
 mod convert;
 pub mod declaration;
 mod exports;

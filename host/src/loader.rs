@@ -2,6 +2,7 @@
 //! check, contract stamp, compile once per digest, link against the host's
 //! capabilities and WASI (empty context), pre-instantiate.
 
+use crate::compile_cache::CompileCache;
 use crate::declaration::{self, DeclarationError, Inventory};
 use crate::exports::Prepared;
 use crate::registry::{DigestSource, Registration};
@@ -90,6 +91,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     compiled: Mutex<HashMap<String, Component>>,
+    cache: Option<CompileCache>,
     ticking: Arc<AtomicBool>,
 }
 
@@ -97,6 +99,16 @@ impl Runtime {
     /// An engine with the pooling allocator and epoch interruption, and a
     /// thread that advances the epoch every [`EPOCH_TICK`].
     pub fn new() -> Result<Arc<Self>, EngineError> {
+        Self::build(None)
+    }
+
+    /// [`Runtime::new`], reading compiled components from `cache` and
+    /// storing the ones it compiles there.
+    pub fn with_compile_cache(cache: CompileCache) -> Result<Arc<Self>, EngineError> {
+        Self::build(Some(cache))
+    }
+
+    fn build(cache: Option<CompileCache>) -> Result<Arc<Self>, EngineError> {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(POOL_INSTANCES)
             .total_core_instances(POOL_INSTANCES * 4)
@@ -145,6 +157,7 @@ impl Runtime {
             engine,
             linker,
             compiled: Mutex::new(HashMap::new()),
+            cache,
             ticking,
         }))
     }
@@ -154,7 +167,8 @@ impl Runtime {
         &self.engine
     }
 
-    /// Compiles `bytes`, or returns the component already compiled for `digest`.
+    /// Compiles `bytes`, or returns the component already compiled for
+    /// `digest` (in this process, or in the compile cache).
     fn compile(&self, digest: &str, bytes: &[u8]) -> wasmtime::Result<Component> {
         let mut compiled = self
             .compiled
@@ -163,7 +177,20 @@ impl Runtime {
         if let Some(component) = compiled.get(digest) {
             return Ok(component.clone());
         }
-        let component = Component::new(&self.engine, bytes)?;
+        let cached = self
+            .cache
+            .as_ref()
+            .and_then(|cache| cache.load(&self.engine, digest));
+        let component = match cached {
+            Some(component) => component,
+            None => {
+                let component = Component::new(&self.engine, bytes)?;
+                if let Some(cache) = &self.cache {
+                    cache.store(&self.engine, digest, &component);
+                }
+                component
+            }
+        };
         compiled.insert(digest.to_string(), component.clone());
         Ok(component)
     }

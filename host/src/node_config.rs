@@ -121,6 +121,7 @@ struct File {
     #[serde(default)]
     log: Logging,
     state_dir: Option<PathBuf>,
+    compile_cache: Option<PathBuf>,
     #[serde(default)]
     kinds: BTreeMap<String, KindSection>,
 }
@@ -159,6 +160,8 @@ pub struct NodeConfig {
     pub request_body_budget: usize,
     /// Logging.
     pub log: Logging,
+    /// Where compiled components are kept between starts, if anywhere.
+    pub compile_cache: Option<crate::compile_cache::CompileCache>,
     /// The served kinds' registry rows.
     pub registrations: Vec<Registration>,
     /// Their bindings.
@@ -258,6 +261,9 @@ pub enum ConfigError {
     /// The receipt store in `state_dir` cannot be opened.
     #[error("state_dir: {0}")]
     Receipts(#[from] crate::capability::receipts::ReceiptStoreError),
+    /// `compile_cache` is unusable.
+    #[error(transparent)]
+    CompileCache(#[from] crate::compile_cache::CacheError),
 }
 
 impl Token {
@@ -368,6 +374,11 @@ impl NodeConfig {
             return Err(ConfigError::NoKinds);
         }
         let token = read_token(&file.token_file)?;
+        let compile_cache = file
+            .compile_cache
+            .as_deref()
+            .map(crate::compile_cache::CompileCache::open)
+            .transpose()?;
         let granted = |kind: &String| {
             table
                 .iter()
@@ -464,6 +475,7 @@ impl NodeConfig {
             max_in_flight: file.max_in_flight,
             request_body_budget: (file.request_body_budget_mib << 20) as usize,
             log: file.log,
+            compile_cache,
             registrations,
             bindings,
         })

@@ -12,12 +12,13 @@ use super::wire::{
 };
 use crate::declaration::Decision;
 use crate::host::Host;
-use crate::kind::Kind;
+use crate::kind::{Kind, RunsToEnd};
 use crate::node_config::{Listen, Token};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use oac_provider_api::Budget;
 use oac_provider_api::police;
@@ -427,15 +428,21 @@ impl Node {
                 let host = self.host.clone();
                 let kind = request.kind;
                 // The operation runs to its own end even if the caller
-                // goes away: a half-cancelled mutation helps nobody.
-                let task = self.operations.spawn(async move {
+                // goes away (a half-cancelled mutation helps nobody): it is
+                // polled in this request's task, and goes on in a task of
+                // its own only if the request is dropped. Shutdown waits
+                // for it either way (it is tracked).
+                let operation = self.operations.track_future(async move {
                     let _permit = permit;
                     match host.kind(&kind) {
                         Ok(kind) => execute(kind, request.call, budget).await,
                         Err(invalid) => error(invalid),
                     }
                 });
-                task.await.unwrap_or_else(|_| error(unknown.clone()))
+                let operation = std::panic::AssertUnwindSafe(operation).catch_unwind();
+                RunsToEnd::new(operation)
+                    .await
+                    .unwrap_or_else(|_| error(unknown.clone()))
             }
         };
         // An answer too large for the client to accept would be lost on

@@ -685,3 +685,91 @@ async fn serve_never_replaces_a_file_that_is_not_a_socket() {
     assert!(stderr.contains("is not a socket"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&socket).expect("kept"), "precious");
 }
+
+/// Starts `serve` on `config`, waits until it answers `health`, runs one
+/// `renew`, and stops it with SIGTERM.
+async fn serve_once(config: &str, socket: &str, token: &str) {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(["serve", "--config", config])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let remote = ["--unix", socket, "--token-file", token];
+    let client = |args: &[&str]| {
+        let mut all = vec!["client"];
+        all.extend_from_slice(&remote);
+        all.extend_from_slice(args);
+        host(&all)
+    };
+    let mut ready = false;
+    for _ in 0..200 {
+        if tokio::task::block_in_place(|| client(&["health"]))
+            .status
+            .success()
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(ready, "serve became healthy");
+    let called = tokio::task::block_in_place(|| {
+        client(&["call", "steerable", "renew", "--reference", "t/e/a"])
+    });
+    let answer: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
+    assert_eq!(answer["ok"]["reference"]["allocation_id"], "a");
+    let killed = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = tokio::task::block_in_place(|| serve.wait()).expect("serve exits");
+    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_keeps_compiled_components_in_its_compile_cache_and_recompiles_a_damaged_one() {
+    let engine = crate::support::FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, socket, token) = node_files(dir.path(), &engine.socket);
+    let cache = dir.path().join("cache");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        format!("compile_cache = \"{}\"\n{text}", cache.display()),
+    )
+    .expect("config");
+    let artifacts = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&cache)
+            .expect("the cache directory exists")
+            .map(|entry| entry.expect("entry").path())
+            .collect()
+    };
+
+    serve_once(&config, &socket, &token).await;
+    let stored = artifacts();
+    assert_eq!(stored.len(), 1, "one compiled component: {stored:?}");
+    assert!(stored[0].extension().is_some_and(|e| e == "cwasm"));
+    let first = std::fs::read(&stored[0]).expect("artifact");
+
+    // Served from the cache, unchanged.
+    serve_once(&config, &socket, &token).await;
+    assert_eq!(std::fs::read(&stored[0]).expect("artifact"), first);
+
+    // A damaged artifact is not used: the component is compiled again
+    // and the artifact rewritten.
+    let mut damaged = first.clone();
+    let middle = damaged.len() / 2;
+    damaged[middle] ^= 0xff;
+    std::fs::write(&stored[0], &damaged).expect("damage");
+    serve_once(&config, &socket, &token).await;
+    assert_eq!(std::fs::read(&stored[0]).expect("artifact"), first);
+
+    // A cache others may write is refused at start.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let refused = host(&["serve", "--config", &config]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("compile_cache"), "{said}");
+}

@@ -30,7 +30,11 @@ async fn interrupted() {
 pub async fn run(path: PathBuf) -> Result<bool> {
     let config = NodeConfig::load(&path, &registry::builtin())?;
     let _log = crate::logging::init(config.log.level.as_deref(), config.log.json);
-    let runtime = Runtime::new().context("creating the WebAssembly engine")?;
+    let runtime = match config.compile_cache.clone() {
+        Some(cache) => Runtime::with_compile_cache(cache),
+        None => Runtime::new(),
+    }
+    .context("creating the WebAssembly engine")?;
     let host = Host::load(
         runtime,
         &config.registrations,
