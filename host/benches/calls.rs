@@ -5,69 +5,16 @@
 //! request made directly with bollard. The engine is the fixtures' fake
 //! Docker Engine, so the numbers isolate the host's overhead.
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use oac_fixtures::docker_engine::FakeDockerEngine;
-use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::host::Connect;
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::types::Reference;
-use sandbox_host::{Budget, Host, NodeBinding, Registration, Runtime, registry};
+use sandbox_host::{Budget, Runtime};
 use serde_json::json;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// The staged steerable test component under `kind`, steered by its
-/// configuration, granted the engine at `socket`.
-async fn load_steered(
-    runtime: Arc<Runtime>,
-    socket: &Path,
-    kinds: &[(&str, serde_json::Value)],
-) -> Host {
-    let row = registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "steerable")
-        .expect("the builtin table has the steerable kind");
-    let settings = PolicySettings {
-        image: format!("sha256:{}", "0".repeat(64)),
-        network: "none".into(),
-        seccomp_profile: PathBuf::new(),
-        cpus: 1.0,
-        memory_mib: 256,
-        pids_limit: 128,
-        nested_sandbox: false,
-    };
-    let policy = ContainerPolicy::new(&settings, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into())
-        .expect("policy");
-    let table: Vec<Registration> = kinds
-        .iter()
-        .map(|(kind, _)| Registration {
-            kind: kind.to_string(),
-            ..row.clone()
-        })
-        .collect();
-    let bindings = kinds
-        .iter()
-        .map(|(kind, configuration)| {
-            let binding = NodeBinding {
-                installation_id: "bench".into(),
-                docker_socket: Some(socket.to_path_buf()),
-                container_policy: Some(policy.clone()),
-                configuration: configuration.clone(),
-                credential: None,
-                receipts: None,
-                http_test_network: None,
-                hook: None,
-            };
-            (kind.to_string(), binding)
-        })
-        .collect::<BTreeMap<_, _>>();
-    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    Host::load(runtime, &table, &plugins, &bindings, Connect::Capabilities)
-        .await
-        .expect("host loads (run `cargo xtask build-plugins` first)")
-}
 
 /// The floor of a call: a component with one empty export and nothing
 /// else, instantiated and called on the host's own engine (same pooling
@@ -108,14 +55,6 @@ async fn bare_call(pre: &wasmtime::component::InstancePre<()>) {
     noop.call_async(&mut store, ()).await.expect("call");
 }
 
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    }
-}
-
 fn calls(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let runtime = Runtime::new().expect("engine");
@@ -125,7 +64,7 @@ fn calls(c: &mut Criterion) {
             ("trivial", json!({ "action": "none" })),
             ("capability", json!({ "action": "version" })),
         ];
-        let host = load_steered(runtime.clone(), engine.socket(), &kinds).await;
+        let host = common::load_steered(runtime.clone(), engine.socket(), &kinds, None).await;
         (engine, host)
     });
     let direct = bollard::Docker::connect_with_unix(
@@ -166,7 +105,7 @@ fn calls(c: &mut Criterion) {
             Box::pin(async move {
                 host.kind(kind)
                     .expect("a loaded kind")
-                    .get_info(reference(), budget)
+                    .get_info(common::reference("a"), budget)
                     .await
                     .expect("answered");
             })
@@ -212,7 +151,7 @@ fn calls(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             host.kind("trivial")
                 .expect("a loaded kind")
-                .get_info(reference(), budget)
+                .get_info(common::reference("a"), budget)
                 .await
                 .expect("trivial")
         })

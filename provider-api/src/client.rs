@@ -8,11 +8,24 @@ use crate::wire::{
     self, Call, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
     REFUSALS,
 };
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use bytes::Bytes;
+use futures_util::FutureExt;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::client::conn::http1;
+use hyper::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Method, Request};
+use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 /// Where a node listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,20 +100,53 @@ pub enum ClientError {
     Tls(&'static str),
 }
 
-/// A connection pool to one node.
+/// A connection pool to one node. Each request is written, and its
+/// answer read, by the caller's own task: the connection is driven there
+/// and not by a task of its own, so a call crosses no thread on this side.
 #[derive(Clone)]
 pub struct NodeClient {
-    http: reqwest::Client,
-    base: String,
-    authorization: HeaderValue,
+    inner: Arc<Inner>,
 }
 
-/// A client that reaches `tls.address` under `tls.server_name`, trusting
-/// only `tls.ca_pem`, over TLS alone.
-fn tls_builder(
-    builder: reqwest::ClientBuilder,
-    tls: &TlsEndpoint,
-) -> Result<(reqwest::ClientBuilder, String), ClientError> {
+struct Inner {
+    target: Target,
+    /// The `Host` header: the node's name or address.
+    authority: HeaderValue,
+    authorization: HeaderValue,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// How to open a connection to the node.
+enum Target {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+    Tls {
+        address: SocketAddr,
+        name: ServerName<'static>,
+        connector: TlsConnector,
+    },
+}
+
+/// A byte stream to the node (Unix, TCP, or TLS over TCP).
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
+
+/// One HTTP/1.1 connection: the handle requests are sent on, and the
+/// future that moves its bytes (polled only while a request is under way).
+struct Connection {
+    send: http1::SendRequest<Full<Bytes>>,
+    driver: Pin<Box<Driver>>,
+    idle_since: Instant,
+}
+
+/// Idle connections kept for reuse, at most.
+const MAX_IDLE: usize = 256;
+
+/// The TLS client of `tls`: trusts only `tls.ca_pem`, presents
+/// `tls.identity_pem` when given, verifies `tls.server_name`.
+fn tls_target(tls: &TlsEndpoint) -> Result<Target, ClientError> {
     let name = &tls.server_name;
     let valid_name = !name.is_empty()
         && name.len() <= 253
@@ -110,21 +156,91 @@ fn tls_builder(
     if !valid_name {
         return Err(ClientError::Tls("server name"));
     }
-    let roots = reqwest::Certificate::from_pem_bundle(&tls.ca_pem)
-        .ok()
-        .filter(|roots| !roots.is_empty())
-        .ok_or(ClientError::Tls("CA"))?;
-    let mut builder = builder
-        .tls_backend_rustls()
-        .https_only(true)
-        .tls_certs_only(roots)
-        .resolve(name, tls.address);
-    if let Some(pem) = &tls.identity_pem {
-        let identity =
-            reqwest::Identity::from_pem(pem).map_err(|_| ClientError::Tls("identity"))?;
-        builder = builder.identity(identity);
+    let server_name =
+        ServerName::try_from(name.clone()).map_err(|_| ClientError::Tls("server name"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(&tls.ca_pem) {
+        let certificate = certificate.map_err(|_| ClientError::Tls("CA"))?;
+        roots.add(certificate).map_err(|_| ClientError::Tls("CA"))?;
     }
-    Ok((builder, format!("https://{name}:{}", tls.address.port())))
+    if roots.is_empty() {
+        return Err(ClientError::Tls("CA"));
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|_| ClientError::Build)?
+        .with_root_certificates(roots);
+    let config = match &tls.identity_pem {
+        Some(pem) => {
+            let chain = CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .ok()
+                .filter(|chain| !chain.is_empty())
+                .ok_or(ClientError::Tls("identity"))?;
+            let key =
+                PrivateKeyDer::from_pem_slice(pem).map_err(|_| ClientError::Tls("identity"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|_| ClientError::Tls("identity"))?
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Ok(Target::Tls {
+        address: tls.address,
+        name: server_name,
+        connector: TlsConnector::from(Arc::new(config)),
+    })
+}
+
+impl Target {
+    /// A new connection, handshaken (TLS, then HTTP/1.1).
+    async fn connect(&self) -> Result<Connection, TransportError> {
+        let stream: Box<dyn Stream> = match self {
+            Target::Unix(path) => Box::new(
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map_err(|_| TransportError::Lost)?,
+            ),
+            Target::Tcp(address) => Box::new(tcp(*address).await?),
+            Target::Tls {
+                address,
+                name,
+                connector,
+            } => Box::new(
+                connector
+                    .connect(name.clone(), tcp(*address).await?)
+                    .await
+                    .map_err(|_| TransportError::Lost)?,
+            ),
+        };
+        let (send, driver) = http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        Ok(Connection {
+            send,
+            driver: Box::pin(driver),
+            idle_since: Instant::now(),
+        })
+    }
+}
+
+/// A TCP connection with Nagle's algorithm off (a request is one write).
+async fn tcp(address: SocketAddr) -> Result<tokio::net::TcpStream, TransportError> {
+    let stream = tokio::net::TcpStream::connect(address)
+        .await
+        .map_err(|_| TransportError::Lost)?;
+    stream.set_nodelay(true).map_err(|_| TransportError::Lost)?;
+    Ok(stream)
+}
+
+/// An answer as received: status, whether it is stamped with this
+/// protocol's version, and its body.
+struct Received {
+    status: u16,
+    stamped: bool,
+    body: Bytes,
 }
 
 impl NodeClient {
@@ -135,24 +251,22 @@ impl NodeClient {
         let mut authorization =
             HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| ClientError::Token)?;
         authorization.set_sensitive(true);
-        let builder = reqwest::Client::builder()
-            .retry(reqwest::retry::never())
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .http1_only()
-            // Never reuse a connection the node may be closing as idle: a
-            // request lost that way would be unconfirmed for nothing.
-            .pool_idle_timeout(READ_TIMEOUT / 2);
-        let (builder, base) = match endpoint {
-            Endpoint::Unix(path) => (builder.unix_socket(path.as_path()), "http://node".into()),
-            Endpoint::Tcp(address) => (builder, format!("http://{address}")),
-            Endpoint::Tls(tls) => tls_builder(builder, tls)?,
+        let (target, authority) = match endpoint {
+            Endpoint::Unix(path) => (Target::Unix(path.clone()), "node".to_string()),
+            Endpoint::Tcp(address) => (Target::Tcp(*address), address.to_string()),
+            Endpoint::Tls(tls) => (
+                tls_target(tls)?,
+                format!("{}:{}", tls.server_name, tls.address.port()),
+            ),
         };
-        let http = builder.build().map_err(|_| ClientError::Build)?;
+        let authority = HeaderValue::from_str(&authority).map_err(|_| ClientError::Build)?;
         Ok(Self {
-            http,
-            base,
-            authorization,
+            inner: Arc::new(Inner {
+                target,
+                authority,
+                authorization,
+                idle: Mutex::new(Vec::new()),
+            }),
         })
     }
 
@@ -171,60 +285,157 @@ impl NodeClient {
             call,
         };
         let body = serde_json::to_vec(&request).map_err(|_| TransportError::BadFrame)?;
-        let builder = self.http.post(format!("{}/call", self.base)).body(body);
-        self.exchange(builder, deadline, false).await
+        self.exchange(Method::POST, "/call", body, deadline, false)
+            .await
     }
 
     /// The served kinds and their declarations.
     pub async fn kinds(&self, budget: Budget) -> Result<wire::Kinds, TransportError> {
         let deadline = Instant::now() + budget.duration();
-        let builder = self.http.get(format!("{}/kinds", self.base));
-        self.exchange(builder, deadline, false).await
+        self.exchange(Method::GET, "/kinds", Vec::new(), deadline, false)
+            .await
     }
 
     /// Each served kind's readiness diagnostics (the node answers 503
     /// with the same body when a kind is not ready).
     pub async fn health(&self, budget: Budget) -> Result<wire::Health, TransportError> {
         let deadline = Instant::now() + budget.duration();
-        let builder = self.http.get(format!("{}/health", self.base));
-        self.exchange(builder, deadline, true).await
+        self.exchange(Method::GET, "/health", Vec::new(), deadline, true)
+            .await
+    }
+
+    /// An idle connection that is still open and was used recently
+    /// enough that the node will not be closing it as idle, or a new one.
+    async fn connection(&self) -> Result<Connection, TransportError> {
+        loop {
+            let idle = self
+                .inner
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
+            let Some(mut connection) = idle else {
+                return self.inner.target.connect().await;
+            };
+            // Never reuse a connection the node may be closing as idle: a
+            // request lost that way would be unconfirmed for nothing. One
+            // poll of its driver notices a close that already arrived.
+            let fresh = connection.idle_since.elapsed() < READ_TIMEOUT / 2;
+            if fresh
+                && connection.send.is_ready()
+                && connection.driver.as_mut().now_or_never().is_none()
+            {
+                return Ok(connection);
+            }
+        }
+    }
+
+    /// Sends one request on `connection` and reads its answer, driving the
+    /// connection meanwhile; `Some` connection back when it can be reused.
+    async fn send(
+        mut connection: Connection,
+        request: Request<Full<Bytes>>,
+    ) -> (Result<Received, TransportError>, Option<Connection>) {
+        let (answer, open) = {
+            let Connection { send, driver, .. } = &mut connection;
+            let answer = async {
+                let response = send
+                    .send_request(request)
+                    .await
+                    .map_err(|_| TransportError::Lost)?;
+                let status = response.status().as_u16();
+                let stamped = response
+                    .headers()
+                    .get(PROTOCOL_HEADER)
+                    .is_some_and(|value| value.as_bytes() == PROTOCOL_VERSION.as_bytes());
+                let closing = response
+                    .headers()
+                    .get(CONNECTION)
+                    .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"close"));
+                let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+                    .collect()
+                    .await
+                    .map_err(|error| {
+                        if error.downcast_ref::<LengthLimitError>().is_some() {
+                            TransportError::BadFrame
+                        } else {
+                            TransportError::Lost
+                        }
+                    })?
+                    .to_bytes();
+                Ok::<_, TransportError>((
+                    Received {
+                        status,
+                        stamped,
+                        body,
+                    },
+                    closing,
+                ))
+            };
+            let mut answer = std::pin::pin!(answer);
+            tokio::select! {
+                biased;
+                answer = &mut answer => (answer, true),
+                // The connection ended; what it delivered before is read.
+                _ = driver.as_mut() => (answer.await, false),
+            }
+        };
+        match answer {
+            Ok((received, closing)) => {
+                let reusable = open && !closing;
+                connection.idle_since = Instant::now();
+                (Ok(received), reusable.then_some(connection))
+            }
+            Err(error) => (Err(error), None),
+        }
     }
 
     /// Sends one request and decodes its answer, all before `deadline`.
     /// `unready_answers`: a 503 that is not a refusal is an answer too.
     async fn exchange<T: DeserializeOwned>(
         &self,
-        builder: reqwest::RequestBuilder,
+        method: Method,
+        path: &'static str,
+        body: Vec<u8>,
         deadline: Instant,
         unready_answers: bool,
     ) -> Result<T, TransportError> {
-        let builder = builder
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, self.inner.authority.clone())
             .header(PROTOCOL_HEADER, PROTOCOL_VERSION)
-            .header(AUTHORIZATION, self.authorization.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json");
+            .header(AUTHORIZATION, self.inner.authorization.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|_| TransportError::BadFrame)?;
         let exchange = async {
-            let mut response = builder.send().await.map_err(|_| TransportError::Lost)?;
-            let status = response.status();
-            let stamped = response
-                .headers()
-                .get(PROTOCOL_HEADER)
-                .is_some_and(|value| value.as_bytes() == PROTOCOL_VERSION.as_bytes());
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|_| TransportError::Lost)? {
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                    return Err(TransportError::BadFrame);
+            let connection = self.connection().await?;
+            let (received, reusable) = Self::send(connection, request).await;
+            if let Some(connection) = reusable {
+                let mut idle = self
+                    .inner
+                    .idle
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if idle.len() < MAX_IDLE {
+                    idle.push(connection);
                 }
-                body.extend_from_slice(&chunk);
             }
+            let Received {
+                status,
+                stamped,
+                body,
+            } = received?;
             if !stamped {
                 return Err(TransportError::BadFrame);
             }
-            if status.is_success() {
+            if (200..300).contains(&status) {
                 return serde_json::from_slice(&body).map_err(|_| TransportError::BadFrame);
             }
             let refusal = match serde_json::from_slice::<wire::Refusal>(&body) {
                 Ok(refusal) => refusal,
-                Err(_) if unready_answers && status.as_u16() == 503 => {
+                Err(_) if unready_answers && status == 503 => {
                     return serde_json::from_slice(&body).map_err(|_| TransportError::BadFrame);
                 }
                 Err(_) => return Err(TransportError::BadFrame),

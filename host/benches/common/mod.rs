@@ -1,0 +1,75 @@
+//! What the benches share: the steerable test component loaded as kinds.
+
+use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::host::Connect;
+use sandbox_host::types::Reference;
+use sandbox_host::{Host, NodeBinding, Registration, Runtime, registry};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The staged steerable test component under `kind`, steered by its
+/// configuration, granted the engine at `socket`; `max_concurrent_calls`
+/// replaces the registry row's own.
+pub async fn load_steered(
+    runtime: Arc<Runtime>,
+    socket: &Path,
+    kinds: &[(&str, serde_json::Value)],
+    max_concurrent_calls: Option<u32>,
+) -> Host {
+    let row = registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "steerable")
+        .expect("the builtin table has the steerable kind");
+    let settings = PolicySettings {
+        image: format!("sha256:{}", "0".repeat(64)),
+        network: "none".into(),
+        seccomp_profile: PathBuf::new(),
+        cpus: 1.0,
+        memory_mib: 256,
+        pids_limit: 128,
+        nested_sandbox: false,
+    };
+    let policy = ContainerPolicy::new(&settings, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into())
+        .expect("policy");
+    let mut row = row;
+    if let Some(calls) = max_concurrent_calls {
+        row.policy.max_concurrent_calls = calls;
+    }
+    let table: Vec<Registration> = kinds
+        .iter()
+        .map(|(kind, _)| Registration {
+            kind: kind.to_string(),
+            ..row.clone()
+        })
+        .collect();
+    let bindings = kinds
+        .iter()
+        .map(|(kind, configuration)| {
+            let binding = NodeBinding {
+                installation_id: "bench".into(),
+                docker_socket: Some(socket.to_path_buf()),
+                container_policy: Some(policy.clone()),
+                configuration: configuration.clone(),
+                credential: None,
+                receipts: None,
+                http_test_network: None,
+                hook: None,
+            };
+            (kind.to_string(), binding)
+        })
+        .collect::<BTreeMap<_, _>>();
+    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    Host::load(runtime, &table, &plugins, &bindings, Connect::Capabilities)
+        .await
+        .expect("host loads (run `cargo xtask build-plugins` first)")
+}
+
+/// The allocation `t/e/{allocation}`.
+pub fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: allocation.into(),
+    }
+}

@@ -1,0 +1,115 @@
+//! Scale: 1 000 operations in flight at once against a slow engine (the
+//! fixtures' fake Docker Engine holding every request 50 ms), next to one
+//! call against the same engine measured in the same run; and the process's
+//! memory per in-flight call, sampled while all 1 000 are held in the
+//! engine.
+//!
+//! Each call is a `get-info` on its own allocation whose component makes
+//! one `docker.version` request; the kind is registered with
+//! `max_concurrent_calls = 1024` (the registry's upper bound).
+
+mod common;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use oac_fixtures::docker_engine::FakeDockerEngine;
+use sandbox_host::provider::SandboxProvider;
+use sandbox_host::{Budget, Host, Runtime};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Operations in flight at once.
+const IN_FLIGHT: usize = 1_000;
+/// How long the engine holds every request.
+const LATENCY: Duration = Duration::from_millis(50);
+
+/// Resident memory of this process, KiB (`VmRSS`).
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// Runs `count` calls at once, each on its own allocation, and returns
+/// how many answered.
+async fn burst(host: &Arc<Host>, count: usize) -> usize {
+    let budget = Budget::from_millis(30_000).expect("budget");
+    let mut calls = tokio::task::JoinSet::new();
+    for index in 0..count {
+        let host = host.clone();
+        calls.spawn(async move {
+            host.kind("slow")
+                .expect("a loaded kind")
+                .get_info(common::reference(&format!("a{index}")), budget)
+                .await
+                .is_ok()
+        });
+    }
+    calls.join_all().await.into_iter().filter(|ok| *ok).count()
+}
+
+fn scale(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("tokio");
+    let runtime = Runtime::new().expect("engine");
+    let (engine, host) = rt.block_on(async {
+        let engine = FakeDockerEngine::start().await.expect("fake engine");
+        let kinds = [("slow", json!({ "action": "version" }))];
+        let host = common::load_steered(runtime.clone(), engine.socket(), &kinds, Some(1024)).await;
+        (engine, Arc::new(host))
+    });
+    engine.slow_down(LATENCY);
+
+    // Memory per in-flight call: every call held in the engine at once.
+    rt.block_on(async {
+        assert_eq!(burst(&host, 8).await, 8, "warm-up");
+        let before = rss_kib();
+        let hold = engine.hold("GET", "/version");
+        let calls = {
+            let host = host.clone();
+            tokio::spawn(async move { burst(&host, IN_FLIGHT).await })
+        };
+        hold.arrived(IN_FLIGHT).await;
+        let during = rss_kib();
+        hold.release();
+        let answered = calls.await.expect("burst");
+        assert_eq!(answered, IN_FLIGHT, "every call answered");
+        let after = rss_kib();
+        println!(
+            "memory: {IN_FLIGHT} calls in flight: RSS {before} KiB before, {during} KiB with \
+             all in flight ({} KiB per call), {after} KiB after",
+            (during.saturating_sub(before)) / IN_FLIGHT as u64,
+        );
+    });
+
+    let mut group = c.benchmark_group("scale");
+    group.sample_size(10);
+    group.bench_function("baseline_one_call_slow_engine", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    assert_eq!(burst(&host, 1).await, 1);
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.bench_function("in_flight_1000_slow_engine", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    assert_eq!(burst(&host, IN_FLIGHT).await, IN_FLIGHT);
+                }
+                start.elapsed()
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, scale);
+criterion_main!(benches);
