@@ -37,6 +37,8 @@ pub(crate) struct CallState {
     pub(crate) receipts_written: Vec<String>,
     /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
     pub(crate) logged: u32,
+    /// Containers this call has proven its own (inspected once per call).
+    pub(crate) proven: crate::capability::docker::ProvenContainers,
 }
 
 impl CallState {
@@ -77,6 +79,7 @@ impl CallState {
             evidence: oac_provider_api::police::Evidence::Answer,
             receipts_written: Vec::new(),
             logged: 0,
+            proven: Default::default(),
         }
     }
 }

@@ -1012,3 +1012,85 @@ async fn a_batch_observation_changes_nothing() {
         engine.requests()
     );
 }
+
+/// Requests that inspected a container by its full id.
+fn inspections_by_id(engine: &FakeDockerEngine) -> Vec<String> {
+    engine
+        .requests()
+        .into_iter()
+        .filter(|request| {
+            request
+                .strip_prefix("GET /containers/")
+                .and_then(|rest| rest.strip_suffix("/json"))
+                .is_some_and(|key| key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn one_call_proves_a_containers_ownership_once_and_a_new_call_again() {
+    use sandbox_host::provider::SandboxProvider;
+    use sandbox_host::types::{Bootstrap, Command, LifecycleState, NetworkAccess};
+    let engine = fake_engine().await;
+    let row = sandbox_host::registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "docker")
+        .expect("docker kind");
+    let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
+    let host = load_one(row, binding, Connect::Capabilities)
+        .await
+        .expect("the docker kind loads against the fake engine");
+    let kind = host.kind("docker").expect("docker");
+    let allocation = reference("proved-once");
+    engine.clear_requests();
+    let bootstrap = Bootstrap {
+        reference: allocation.clone(),
+        session_id: "session".into(),
+        device_id: "device".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "credential-of-the-proof-test".into(),
+        harness: "harness".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    };
+    let created = kind.create(bootstrap, budget()).await.expect("created");
+    assert_eq!(created.state, LifecycleState::Running);
+    // The verification after create proves the container; the two uploads
+    // and the start name its id and rest on that proof.
+    let requests = engine.requests();
+    assert_eq!(inspections_by_id(&engine).len(), 1, "{requests:#?}");
+    assert!(
+        requests.iter().any(|r| r.ends_with("/start")),
+        "{requests:#?}"
+    );
+    assert_eq!(
+        requests.iter().filter(|r| r.ends_with("/archive")).count(),
+        2,
+        "{requests:#?}"
+    );
+
+    // A new call proves it again (by name: the adapter's observation),
+    // and its exec rests on that.
+    engine.clear_requests();
+    let ran = kind
+        .run_command(
+            allocation.clone(),
+            Command {
+                args: vec!["true".into()],
+                directory: None,
+                stdin: None,
+            },
+            budget(),
+        )
+        .await;
+    let requests = engine.requests();
+    let inspections = requests
+        .iter()
+        .filter(|r| r.starts_with("GET /containers/") && r.ends_with("/json"))
+        .count();
+    assert_eq!(inspections, 1, "{ran:?} {requests:#?}");
+    assert!(
+        requests.iter().any(|r| r.ends_with("/exec")),
+        "{requests:#?}"
+    );
+}

@@ -36,7 +36,7 @@ impl CallState {
         if effect == Effect::Changes && !self.scope.may_change() {
             return Err(docker::DockerError::Invalid);
         }
-        Ok(broker.call(&self.scope, self.deadline))
+        Ok(broker.call(&self.scope, self.deadline, &self.proven))
     }
 }
 

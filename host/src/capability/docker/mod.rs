@@ -9,6 +9,7 @@ mod archive;
 mod engine;
 pub(crate) mod imports;
 pub mod policy;
+mod proven;
 pub(crate) mod request;
 
 use crate::bindings::oac::sandbox_provider::docker::{
@@ -25,6 +26,8 @@ use bollard_stubs::models::{
 use engine::{Body, Engine, EngineError};
 use hyper::Method;
 use policy::ContainerPolicy;
+use proven::Proof;
+pub(crate) use proven::ProvenContainers;
 use request::{ContainerRequest, container_key, is_full_id, is_resource_name};
 use std::collections::HashMap;
 use std::path::Path;
@@ -165,13 +168,34 @@ impl DockerBroker {
 
     /// The broker as one call uses it: bound to the call's allocations and
     /// its deadline.
-    pub fn call<'a>(&'a self, scope: &'a CallScope, deadline: Instant) -> DockerCall<'a> {
+    pub(crate) fn call<'a>(
+        &'a self,
+        scope: &'a CallScope,
+        deadline: Instant,
+        proven: &'a ProvenContainers,
+    ) -> DockerCall<'a> {
         DockerCall {
             broker: self,
             scope,
             deadline,
+            proven,
         }
     }
+}
+
+/// Where `inspected`'s mounts are, inside the container.
+fn mount_targets(inspected: &ContainerInspectResponse) -> Vec<String> {
+    inspected
+        .host_config
+        .as_ref()
+        .and_then(|host| host.mounts.as_ref())
+        .map(|mounts| {
+            mounts
+                .iter()
+                .filter_map(|mount| mount.target.clone())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One call's view of the broker.
@@ -179,6 +203,7 @@ pub(crate) struct DockerCall<'a> {
     broker: &'a DockerBroker,
     scope: &'a CallScope,
     deadline: Instant,
+    proven: &'a ProvenContainers,
 }
 
 impl DockerCall<'_> {
@@ -318,11 +343,38 @@ impl DockerCall<'_> {
         let labels = config.labels.get_or_insert_default();
         self.shown(labels, &decided);
         relabel(labels, &decided);
-        if self.owns(labels) {
-            Ok(Owned { id, inspected })
-        } else {
-            Err(DockerError::Ownership)
+        if !self.owns(labels) {
+            return Err(DockerError::Ownership);
         }
+        let proof = Proof {
+            conforms: self.policy().nonconformity(&inspected).is_none(),
+            mount_targets: mount_targets(&inspected),
+        };
+        self.proven.record(&id, proof);
+        Ok(Owned { id, inspected })
+    }
+
+    /// The full id of `input`, a container this call owns: from this
+    /// call's proof when `input` is a full id it already proved (and, with
+    /// `usable`, proved to carry the policy), else by inspecting it
+    /// ([`Self::owned_container`] or [`Self::usable_container`]).
+    async fn proven(&self, input: &str, usable: bool) -> Result<(String, Proof), DockerError> {
+        if is_full_id(input)
+            && let Some(proof) = self.proven.get(input)
+            && (proof.conforms || !usable)
+        {
+            return Ok((input.to_string(), proof));
+        }
+        let owned = if usable {
+            self.usable_container(input).await?
+        } else {
+            self.owned_container(input).await?
+        };
+        let proof = Proof {
+            conforms: usable || self.policy().nonconformity(&owned.inspected).is_none(),
+            mount_targets: mount_targets(&owned.inspected),
+        };
+        Ok((owned.id, proof))
     }
 
     /// [`Self::owned_container`], and the container carries the policy.
@@ -488,6 +540,7 @@ impl DockerCall<'_> {
 
     /// Removes a container the host created that failed verification.
     async fn remove_unverified(&self, id: &str) {
+        self.proven.forget(id);
         let decided = self.decide(DockerAction::ContainerRemove, id, true);
         let removed = self
             .dispatch(
@@ -507,13 +560,13 @@ impl DockerCall<'_> {
 
     /// Starts an owned container that carries the policy.
     pub async fn container_start(&self, input: &str) -> Result<(), DockerError> {
-        let owned = self.usable_container(input).await?;
+        let (id, _) = self.proven(input, true).await?;
         self.send(
             DockerAction::ContainerStart,
-            &owned.id,
+            &id,
             self.engine().call(
                 Method::POST,
-                &["containers", &owned.id, "start"],
+                &["containers", &id, "start"],
                 &[],
                 Body::Empty,
             ),
@@ -524,14 +577,17 @@ impl DockerCall<'_> {
 
     /// Removes an owned container (whatever it carries: cleanup must work).
     pub async fn container_remove(&self, input: &str, force: bool) -> Result<(), DockerError> {
-        let owned = self.owned_container(input).await?;
+        let (id, _) = self.proven(input, false).await?;
         let force = if force { "true" } else { "false" };
+        // Whatever the answer, the proof is not used again: the id may be
+        // gone.
+        self.proven.forget(&id);
         self.send(
             DockerAction::ContainerRemove,
-            &owned.id,
+            &id,
             self.engine().call(
                 Method::DELETE,
-                &["containers", &owned.id],
+                &["containers", &id],
                 &[("force", force), ("v", "false")],
                 Body::Empty,
             ),
@@ -691,29 +747,20 @@ impl DockerCall<'_> {
             tracing::info!(event = "archive_refused", rule = %violation);
             DockerError::Invalid
         })?;
-        let owned = self.usable_container(input).await?;
-        let in_volume = owned
-            .inspected
-            .host_config
-            .as_ref()
-            .and_then(|host| host.mounts.as_ref())
-            .is_some_and(|mounts| {
-                mounts.iter().any(|mount| {
-                    mount
-                        .target
-                        .as_deref()
-                        .is_some_and(|target| request::is_at_or_below(path, target))
-                })
-            });
+        let (id, proof) = self.proven(input, true).await?;
+        let in_volume = proof
+            .mount_targets
+            .iter()
+            .any(|target| request::is_at_or_below(path, target));
         if !in_volume {
             return Err(DockerError::Invalid);
         }
         self.send(
             DockerAction::ArchiveUpload,
-            &owned.id,
+            &id,
             self.engine().call(
                 Method::PUT,
-                &["containers", &owned.id, "archive"],
+                &["containers", &id, "archive"],
                 &[("path", path), ("noOverwriteDirNonDir", "true")],
                 Body::Tar(canonical),
             ),
@@ -729,15 +776,15 @@ impl DockerCall<'_> {
     pub async fn exec(&self, input: &str, spec: &ExecSpec) -> Result<ExecOutput, DockerError> {
         request::check_exec(spec, MAX_STDIN_BYTES, MAX_OUTPUT_BYTES)
             .map_err(|_| DockerError::Invalid)?;
-        let owned = self.usable_container(input).await?;
+        let (id, _) = self.proven(input, true).await?;
         let config = exec_config(spec);
         let created: IdResponse = self
             .send(
                 DockerAction::ExecCreate,
-                &owned.id,
+                &id,
                 self.engine().json(
                     Method::POST,
-                    &["containers", &owned.id, "exec"],
+                    &["containers", &id, "exec"],
                     &[],
                     Body::json(&config),
                 ),
@@ -749,7 +796,7 @@ impl DockerCall<'_> {
         let streams = self
             .send(
                 DockerAction::ExecStart,
-                &owned.id,
+                &id,
                 self.engine().exec_start(
                     &created.id,
                     spec.stdin.as_deref(),
@@ -768,7 +815,7 @@ impl DockerCall<'_> {
         let inspected: ExecInspectResponse = self
             .send(
                 DockerAction::ExecInspect,
-                &owned.id,
+                &id,
                 self.engine().json(
                     Method::GET,
                     &["exec", &created.id, "json"],
