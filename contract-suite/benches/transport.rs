@@ -16,7 +16,8 @@
 //! Two measurements: criterion's per-call time (group `get_info`), and,
 //! before it, a plain sustained run per path with 1 and 8 concurrent callers
 //! that prints operations per second, p50 and p99 latency, and the ratios
-//! transport / in-process. Without `--bench` (a `cargo test` smoke run) the
+//! transport / in-process; beside them, `kinds` through the node (the
+//! transport with no operation behind it: its floor). Without `--bench` (a `cargo test` smoke run) the
 //! sustained run is cut down to a few calls.
 
 use contract_suite::fixtures::Engine;
@@ -79,6 +80,7 @@ fn plugin_dir() -> PathBuf {
 struct Fixture {
     host: Arc<Host>,
     remote: Arc<RemoteProvider>,
+    client: NodeClient,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<Result<(), ServeError>>,
     _engine: Engine,
@@ -169,6 +171,7 @@ impl Fixture {
         Self {
             host,
             remote,
+            client,
             stop: Some(stop),
             served,
             _engine: engine,
@@ -193,6 +196,8 @@ impl Fixture {
 enum Route {
     InProcess,
     Transport,
+    /// `kinds` through the node: the transport with no operation behind it.
+    Floor,
 }
 
 impl Route {
@@ -200,6 +205,7 @@ impl Route {
         match self {
             Route::InProcess => "in_process",
             Route::Transport => "transport",
+            Route::Floor => "kinds",
         }
     }
 }
@@ -236,18 +242,20 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
         .map(|_| {
             let host = fixture.host.clone();
             let remote = fixture.remote.clone();
+            let client = fixture.client.clone();
             let next = next.clone();
             tokio::spawn(async move {
                 let local = host.kind(KIND).expect("docker kind");
                 let mut latencies = Vec::with_capacity(calls / callers + 1);
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
-                    let info = match path {
-                        Route::InProcess => local.get_info(reference(), budget()).await,
-                        Route::Transport => remote.get_info(reference(), budget()).await,
+                    let answered = match path {
+                        Route::InProcess => local.get_info(reference(), budget()).await.is_ok(),
+                        Route::Transport => remote.get_info(reference(), budget()).await.is_ok(),
+                        Route::Floor => client.kinds(budget()).await.is_ok(),
                     };
                     latencies.push(start.elapsed());
-                    info.expect("get-info answers");
+                    assert!(answered, "{} answers", path.name());
                 }
                 latencies
             })
@@ -276,23 +284,26 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
     );
     for callers in CALLERS {
         // Warm up both paths (pool slots, connections) before measuring.
-        for path in [Route::InProcess, Route::Transport] {
+        for path in [Route::InProcess, Route::Transport, Route::Floor] {
             rt.block_on(sustained(fixture, path, callers, (calls / 10).max(callers)));
         }
-        let mut runs = [Run::default(), Run::default()];
+        let mut runs = [Run::default(), Run::default(), Run::default()];
         for round in 0..rounds {
             // Alternate which path goes first, so neither always follows the other.
             let order = if round % 2 == 0 {
-                [Route::InProcess, Route::Transport]
+                [Route::InProcess, Route::Transport, Route::Floor]
             } else {
-                [Route::Transport, Route::InProcess]
+                [Route::Floor, Route::Transport, Route::InProcess]
             };
             for path in order {
                 let run = rt.block_on(sustained(fixture, path, callers, calls));
                 runs[path as usize].absorb(run);
             }
         }
-        for (path, run) in [Route::InProcess, Route::Transport].iter().zip(&mut runs) {
+        for (path, run) in [Route::InProcess, Route::Transport, Route::Floor]
+            .iter()
+            .zip(&mut runs)
+        {
             run.latencies.sort_unstable();
             println!(
                 "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}",
@@ -302,7 +313,7 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 micros(run.percentile(0.99)),
             );
         }
-        let [local, remote] = &runs;
+        let [local, remote, _] = &runs;
         let ratio = |q| remote.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
         println!(
             "{callers:>7}  transport/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
