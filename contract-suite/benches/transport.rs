@@ -3,7 +3,8 @@
 //! same run against the contract suite's fake Docker Engine.
 //!
 //! One tokio multi-thread runtime carries everything: the fake engine, the
-//! node serving the host over a Unix socket, and the callers. One host
+//! node serving the host over a Unix socket, and the callers (one worker
+//! per core, or `OAC_BENCH_WORKERS`). One host
 //! (`Arc<Host>`) answers both paths:
 //!
 //! - `in_process`: the loaded kind's `get_info` (the host's `Kind`);
@@ -352,6 +353,14 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
     let measuring = std::env::args().any(|arg| arg == "--bench");
     let rt = tokio::runtime::Builder::new_multi_thread()
+        // OAC_BENCH_WORKERS=1 shows what the hand-overs between workers
+        // cost on this machine (see BENCHMARKS.md).
+        .worker_threads(
+            std::env::var("OAC_BENCH_WORKERS")
+                .ok()
+                .and_then(|workers| workers.parse().ok())
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from)),
+        )
         .enable_all()
         .build()
         .expect("tokio");

@@ -6,8 +6,8 @@
 
 use super::request::ContainerRequest;
 use bollard_stubs::models::{
-    ContainerCreateBody, ContainerInspectResponse, HostConfig, HostConfigLogConfig, Mount,
-    MountType, MountVolumeOptions,
+    ContainerConfig, ContainerCreateBody, ContainerInspectResponse, HostConfig,
+    HostConfigLogConfig, Mount, MountType, MountVolumeOptions,
 };
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -266,8 +266,10 @@ impl ContainerPolicy {
     /// Which isolation setting of an inspected container differs from the
     /// policy (`None`: it conforms). Names the field only.
     pub fn nonconformity(&self, container: &ContainerInspectResponse) -> Option<&'static str> {
-        let config = container.config.clone().unwrap_or_default();
-        let host = container.host_config.clone().unwrap_or_default();
+        // Borrowed, not cloned: this runs on every inspection of a call.
+        let (no_config, no_host) = (ContainerConfig::default(), HostConfig::default());
+        let config = container.config.as_ref().unwrap_or(&no_config);
+        let host = container.host_config.as_ref().unwrap_or(&no_host);
         let empty = |list: &Option<Vec<String>>| list.as_ref().is_none_or(Vec::is_empty);
         let shared = |mode: &Option<String>| {
             mode.as_deref()
@@ -276,15 +278,20 @@ impl ContainerPolicy {
         let image_ok = config.image.as_deref() == Some(self.image.as_str())
             && (!self.image.starts_with("sha256:")
                 || container.image.as_deref() == Some(self.image.as_str()));
-        let log = host.log_config.clone().unwrap_or_default();
-        let log_ok = log.typ.as_deref() == Some(LOG_DRIVER)
-            && log.config.unwrap_or_default()
-                == LOG_OPTIONS
-                    .iter()
-                    .map(|(key, value)| (key.to_string(), value.to_string()))
-                    .collect();
-        let tmpfs_ok = host.tmpfs.clone().unwrap_or_default()
-            == HashMap::from([(TMPFS.0.into(), TMPFS.1.into())]);
+        let log_ok = host.log_config.as_ref().is_some_and(|log| {
+            let options = log.config.as_ref();
+            log.typ.as_deref() == Some(LOG_DRIVER)
+                && options.map_or(0, HashMap::len) == LOG_OPTIONS.len()
+                && LOG_OPTIONS.iter().all(|(key, value)| {
+                    options
+                        .and_then(|options| options.get(*key))
+                        .map(String::as_str)
+                        == Some(*value)
+                })
+        });
+        let tmpfs_ok = host.tmpfs.as_ref().is_some_and(|tmpfs| {
+            tmpfs.len() == 1 && tmpfs.get(TMPFS.0).map(String::as_str) == Some(TMPFS.1)
+        });
         let volumes_only = host
             .mounts
             .as_deref()
@@ -666,6 +673,28 @@ mod tests {
             ("readonly-paths", host(|h| h.readonly_paths = None)),
             ("init", host(|h| h.init = Some(true))),
             ("log-config", host(|h| h.log_config = None)),
+            (
+                "log-config",
+                host(|h| {
+                    if let Some(log) = h.log_config.as_mut() {
+                        log.config
+                            .get_or_insert_default()
+                            .insert("mode".into(), "non-blocking".into());
+                    }
+                }),
+            ),
+            (
+                "log-config",
+                host(|h| {
+                    if let Some(log) = h.log_config.as_mut() {
+                        log.config = Some(HashMap::from([
+                            ("max-size".into(), "10g".into()),
+                            ("max-file".into(), "3".into()),
+                        ]));
+                    }
+                }),
+            ),
+            ("tmpfs", host(|h| h.tmpfs = None)),
             (
                 "log-config",
                 host(|h| {
