@@ -21,8 +21,21 @@ printf 'cold-start-token-0123456789\n' > "$work/token"
 printf '{"api_key":"e2b_cold_start"}\n' > "$work/e2b.key"
 printf '{"defaultAction":"SCMP_ACT_ERRNO"}\n' > "$work/seccomp.json"
 chmod 600 "$work/token" "$work/e2b.key"
+engine_kind() { # $1 = kind: a kind that reaches the engine, under a policy
+  cat <<TOML
+[kinds.$1]
+docker_socket = "$socket"
+[kinds.$1.container_policy]
+image = "sha256:$(printf '0%.0s' $(seq 64))"
+network = "none"
+seccomp_profile = "$work/seccomp.json"
+cpus = 1.0
+memory_mib = 256
+TOML
+}
 write_config() { # $1 = extra top-level line
-  cat > "$work/node.toml" <<TOML
+  {
+    cat <<TOML
 $1
 token_file = "$work/token"
 installation = "cold-start"
@@ -30,22 +43,6 @@ plugins = "$PWD/target/plugins"
 state_dir = "$work/state"
 [listen]
 unix = "$work/node.sock"
-[kinds.docker]
-docker_socket = "$socket"
-[kinds.docker.container_policy]
-image = "sha256:$(printf '0%.0s' $(seq 64))"
-network = "none"
-seccomp_profile = "$work/seccomp.json"
-cpus = 1.0
-memory_mib = 256
-[kinds.steerable]
-docker_socket = "$socket"
-[kinds.steerable.container_policy]
-image = "sha256:$(printf '0%.0s' $(seq 64))"
-network = "none"
-seccomp_profile = "$work/seccomp.json"
-cpus = 1.0
-memory_mib = 256
 [kinds.e2b]
 credential_file = "$work/e2b.key"
 [kinds.e2b.configuration]
@@ -55,6 +52,9 @@ domain = "e2b-fixture.test"
 cpu_count = 2
 memory_mb = 1024
 TOML
+    engine_kind docker
+    engine_kind steerable
+  } > "$work/node.toml"
 }
 # Milliseconds from exec to the first answered `client kinds`.
 one_start() {
