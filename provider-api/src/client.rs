@@ -319,12 +319,11 @@ impl NodeClient {
             };
             // Never reuse a connection the node may be closing as idle: a
             // request lost that way would be unconfirmed for nothing. One
-            // poll of its driver notices a close that already arrived.
+            // poll of its driver notices a close that already arrived (and
+            // lets an open one say it wants the next request).
             let fresh = connection.idle_since.elapsed() < READ_TIMEOUT / 2;
-            if fresh
-                && connection.send.is_ready()
-                && connection.driver.as_mut().now_or_never().is_none()
-            {
+            let ended = connection.driver.as_mut().now_or_never().is_some();
+            if fresh && !ended && connection.send.is_ready() {
                 return Ok(connection);
             }
         }
