@@ -1070,3 +1070,35 @@ async fn stalled_clients_hold_no_connection_slot_or_shutdown() {
     assert!(stopping.elapsed() < patience);
     drop(stalled);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pooled_connection_the_node_closed_is_never_reused() {
+    // The node closes connections idle for 300 ms; the client keeps its
+    // pooled ones for 15 s. A call after the node closed the connection
+    // must open a new one, not send into the closed one (that request
+    // would be lost, and its outcome unknown).
+    let served = serve_on(
+        &[("steerable", serde_json::json!({ "action": "none" }))],
+        8,
+        None,
+        Duration::from_millis(300),
+    )
+    .await;
+    let client = served.client();
+    let call = || {
+        client.call(
+            "steerable",
+            budget(5_000),
+            Call::GetInfo(Reference {
+                tenant_id: "t".into(),
+                environment_id: "e".into(),
+                allocation_id: "reused".into(),
+            }),
+        )
+    };
+    for _ in 0..3 {
+        assert!(matches!(call().await, Ok(Outcome::Ok(_))));
+        tokio::time::sleep(Duration::from_millis(800)).await;
+    }
+    served.stop().await;
+}
