@@ -128,6 +128,8 @@ fn exec_config(spec: &ExecSpec) -> ExecConfig {
 struct Owned {
     id: String,
     inspected: ContainerInspectResponse,
+    /// What the inspection proved (also recorded for the rest of the call).
+    proof: Proof,
 }
 
 impl DockerBroker {
@@ -347,11 +349,15 @@ impl DockerCall<'_> {
             return Err(DockerError::Ownership);
         }
         let proof = Proof {
-            conforms: self.policy().nonconformity(&inspected).is_none(),
+            nonconformity: self.policy().nonconformity(&inspected),
             mount_targets: mount_targets(&inspected),
         };
-        self.proven.record(&id, proof);
-        Ok(Owned { id, inspected })
+        self.proven.record(&id, proof.clone());
+        Ok(Owned {
+            id,
+            inspected,
+            proof,
+        })
     }
 
     /// The full id of `input`, a container this call owns: from this
@@ -361,7 +367,7 @@ impl DockerCall<'_> {
     async fn proven(&self, input: &str, usable: bool) -> Result<(String, Proof), DockerError> {
         if is_full_id(input)
             && let Some(proof) = self.proven.get(input)
-            && (proof.conforms || !usable)
+            && (proof.nonconformity.is_none() || !usable)
         {
             return Ok((input.to_string(), proof));
         }
@@ -370,17 +376,13 @@ impl DockerCall<'_> {
         } else {
             self.owned_container(input).await?
         };
-        let proof = Proof {
-            conforms: usable || self.policy().nonconformity(&owned.inspected).is_none(),
-            mount_targets: mount_targets(&owned.inspected),
-        };
-        Ok((owned.id, proof))
+        Ok((owned.id, owned.proof))
     }
 
     /// [`Self::owned_container`], and the container carries the policy.
     async fn usable_container(&self, input: &str) -> Result<Owned, DockerError> {
         let owned = self.owned_container(input).await?;
-        match self.policy().nonconformity(&owned.inspected) {
+        match owned.proof.nonconformity {
             None => Ok(owned),
             Some(field) => {
                 tracing::warn!(
@@ -396,8 +398,12 @@ impl DockerCall<'_> {
     /// A container of this call's allocation; a foreign one answers
     /// `ownership` and nothing else.
     pub async fn container_inspect(&self, input: &str) -> Result<ContainerSummary, DockerError> {
-        let Owned { id, inspected } = self.owned_container(input).await?;
-        let conforms = self.policy().nonconformity(&inspected).is_none();
+        let Owned {
+            id,
+            inspected,
+            proof,
+        } = self.owned_container(input).await?;
+        let conforms = proof.nonconformity.is_none();
         let host = inspected.host_config.unwrap_or_default();
         let state = inspected.state.unwrap_or_default();
         Ok(ContainerSummary {
@@ -499,7 +505,7 @@ impl DockerCall<'_> {
             .owned_container(id)
             .await
             .map_err(|_| DockerError::Unconfirmed)?;
-        if let Some(field) = self.policy().nonconformity(&owned.inspected) {
+        if let Some(field) = owned.proof.nonconformity {
             // It is never started or used (every start, exec and upload
             // checks the policy first); the component names it in its
             // answer and Kill removes it.

@@ -13,8 +13,9 @@ use std::sync::Mutex;
 /// What an inspection proved about one container of this call.
 #[derive(Clone, Debug)]
 pub(crate) struct Proof {
-    /// It carries the host's container policy (usable, not only removable).
-    pub conforms: bool,
+    /// The first policy field it does not carry, if any (without one it
+    /// is usable, not only removable).
+    pub nonconformity: Option<&'static str>,
     /// Where its mounts are, inside the container.
     pub mount_targets: Vec<String>,
 }
