@@ -10,7 +10,9 @@ use sandbox_host::transport::wire::{
     self, Call, MAX_REQUEST_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
     reasons,
 };
-use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, TransportError};
+use sandbox_host::transport::{
+    ConnectionLimits, Endpoint, Node, NodeClient, RemoteProvider, TransportError,
+};
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
     UnsupportedOperation,
@@ -54,6 +56,19 @@ async fn serve_on(
     tcp: Option<std::net::SocketAddr>,
     read_timeout: Duration,
 ) -> Served {
+    serve_set_up(kinds, max_in_flight, tcp, |node| {
+        node.with_read_timeout(read_timeout)
+    })
+    .await
+}
+
+/// [`serve_on`], with the node set up by `set_up`.
+async fn serve_set_up(
+    kinds: &[(&str, serde_json::Value)],
+    max_in_flight: u32,
+    tcp: Option<std::net::SocketAddr>,
+    set_up: impl FnOnce(Node) -> Node,
+) -> Served {
     let engine = FakeEngine::start().await;
     let host = Arc::new(crate::support::load_steered(&engine.socket, kinds).await);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -69,8 +84,7 @@ async fn serve_on(
             ..Listen::default()
         },
     };
-    let node =
-        Node::new(host.clone(), token.clone(), max_in_flight).with_read_timeout(read_timeout);
+    let node = set_up(Node::new(host.clone(), token.clone(), max_in_flight));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         node.serve(&listen, async {
@@ -725,6 +739,46 @@ async fn an_operation_whose_caller_left_keeps_its_slot_until_it_ends() {
         "the abandoned operation still runs and holds its slot"
     );
     tokio::time::sleep(Duration::from_millis(1_600)).await;
+    assert!(
+        matches!(quick().await, Ok(Outcome::Ok(_))),
+        "the slot is free once it ended"
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_outlives_the_connection_dropped_under_it() {
+    // The node drops a connection at its hard lifetime even mid-request
+    // (here after 300 ms); the operation on it goes on to its own end and
+    // keeps its slot meanwhile.
+    let limits = ConnectionLimits {
+        max_lifetime: Duration::from_millis(200),
+        hard_lifetime: Duration::from_millis(300),
+        ..ConnectionLimits::default()
+    };
+    let node = serve_set_up(
+        &[("spin", steer("loop")), ("quick", steer("none"))],
+        1,
+        None,
+        |node| node.with_limits(limits),
+    )
+    .await;
+    let client = node.client();
+    let spun = client
+        .call("spin", budget(1_500), Call::GetInfo(reference("a")))
+        .await;
+    assert_eq!(
+        spun,
+        Err(TransportError::Lost),
+        "its connection was dropped"
+    );
+    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a")));
+    assert_eq!(
+        quick().await,
+        Err(TransportError::Refused("busy")),
+        "the operation still runs and holds its slot"
+    );
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert!(
         matches!(quick().await, Ok(Outcome::Ok(_))),
         "the slot is free once it ended"
