@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
 socket="${OAC_DOCKER_SOCKET:?set OAC_DOCKER_SOCKET to the socket of a running engine}"
-bin=target/release/sandbox-host
+bin="${OAC_HOST_BIN:-target/release/sandbox-host}"
 [ -x "$bin" ] || cargo build --release --bin sandbox-host >&2
 [ -f target/plugins/docker.wasm ] || cargo xtask build-plugins >&2
 work="$(mktemp -d)"
@@ -56,7 +56,8 @@ TOML
     engine_kind steerable
   } > "$work/node.toml"
 }
-# Milliseconds from exec to the first answered `client kinds`.
+# Milliseconds from exec to the first answered `client kinds`, and the
+# node's resident memory (KiB) at that moment.
 one_start() {
   local start end pid
   start=$(date +%s%N)
@@ -65,14 +66,18 @@ one_start() {
     kill -0 "$pid" 2>/dev/null || { echo "serve exited:" >&2; cat "$work/serve.log" >&2; exit 1; }
   done
   end=$(date +%s%N)
+  rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status")
   kill -TERM "$pid"; wait "$pid" || true
-  echo $(( (end - start) / 1000000 ))
+  echo "$(( (end - start) / 1000000 )) $rss"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 write_config ""
-cold=$(for _ in $(seq "$runs"); do one_start; done | median)
+cold_runs=$(for _ in $(seq "$runs"); do one_start; done)
 write_config "compile_cache = \"$work/cache\""
 one_start >/dev/null # fills the cache
-warm=$(for _ in $(seq "$runs"); do one_start; done | median)
+warm_runs=$(for _ in $(seq "$runs"); do one_start; done)
+cold=$(cut -d' ' -f1 <<<"$cold_runs" | median)
+warm=$(cut -d' ' -f1 <<<"$warm_runs" | median)
 echo "cold start, exec to first answer (median of $runs): no cache ${cold} ms, compile cache ${warm} ms"
+echo "node RSS at its first answer (median): no cache $(cut -d' ' -f2 <<<"$cold_runs" | median) KiB, compile cache $(cut -d' ' -f2 <<<"$warm_runs" | median) KiB"
 awk -v a="$warm" -v b="$cold" 'BEGIN { if (b > 0) printf "ratio cached / uncached: %.2f\n", a / b }'

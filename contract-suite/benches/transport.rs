@@ -11,8 +11,10 @@
 //! - `transport`: `RemoteProvider::get_info`, i.e. a JSON request over the
 //!   Unix socket to a `Node` serving that same host.
 //!
-//! The allocation is created once first, so every `get-info` inspects an
-//! existing container in the fake engine and answers `running`.
+//! Eight allocations are created first, so every `get-info` inspects an
+//! existing container in the fake engine and answers `running`; each
+//! caller works on its own allocation (`OAC_BENCH_ONE_ALLOCATION=1`: all on
+//! one, where the callers queue on that allocation's turn).
 //!
 //! Two measurements: criterion's per-call time (group `get_info`), and,
 //! before it, a plain sustained run per path with 1 and 8 concurrent callers
@@ -37,6 +39,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// The host runs here with the `sandbox-host` binary's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const KIND: &str = "docker";
 const TOKEN: &str = "transport-bench-token-0123456789";
 /// Concurrent callers of the sustained run.
@@ -50,17 +56,31 @@ fn budget() -> Budget {
     Budget::from_millis(10_000).expect("budget")
 }
 
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "bench-tenant".into(),
-        environment_id: "bench-env".into(),
-        allocation_id: "bench-alloc".into(),
+/// Allocations created for the run: one per caller, so that callers do not
+/// queue on one allocation's turn (one operation at a time per allocation)
+/// unless `OAC_BENCH_ONE_ALLOCATION` asks for that shape.
+const ALLOCATIONS: usize = 8;
+
+/// The allocation caller `caller` works on.
+fn allocation_of(caller: usize) -> usize {
+    if std::env::var_os("OAC_BENCH_ONE_ALLOCATION").is_some() {
+        0
+    } else {
+        caller % ALLOCATIONS
     }
 }
 
-fn bootstrap() -> Bootstrap {
+fn reference(allocation: usize) -> Reference {
+    Reference {
+        tenant_id: "bench-tenant".into(),
+        environment_id: format!("bench-env-{allocation}"),
+        allocation_id: format!("bench-alloc-{allocation}"),
+    }
+}
+
+fn bootstrap(allocation: usize) -> Bootstrap {
     Bootstrap {
-        reference: reference(),
+        reference: reference(allocation),
         session_id: "bench-session".into(),
         device_id: "bench-device".into(),
         core_url: "https://core.invalid".into(),
@@ -160,14 +180,19 @@ impl Fixture {
         let remote = Arc::new(remote.expect("the node serves"));
 
         let local = host.kind(KIND).expect("docker kind");
-        let created = local.create(bootstrap(), budget()).await.expect("created");
-        assert_eq!(created.state, LifecycleState::Running);
-        for info in [
-            local.get_info(reference(), budget()).await,
-            remote.get_info(reference(), budget()).await,
-        ] {
-            let info = info.expect("get-info answers");
-            assert_eq!(info.state, LifecycleState::Running, "{info:?}");
+        for allocation in 0..ALLOCATIONS {
+            let created = local
+                .create(bootstrap(allocation), budget())
+                .await
+                .expect("created");
+            assert_eq!(created.state, LifecycleState::Running);
+            for info in [
+                local.get_info(reference(allocation), budget()).await,
+                remote.get_info(reference(allocation), budget()).await,
+            ] {
+                let info = info.expect("get-info answers");
+                assert_eq!(info.state, LifecycleState::Running, "{info:?}");
+            }
         }
         Self {
             host,
@@ -182,7 +207,12 @@ impl Fixture {
 
     async fn stop(mut self) {
         let local = self.host.kind(KIND).expect("docker kind");
-        local.kill(reference(), budget()).await.expect("killed");
+        for allocation in 0..ALLOCATIONS {
+            local
+                .kill(reference(allocation), budget())
+                .await
+                .expect("killed");
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -240,7 +270,8 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
     let next = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
     let tasks: Vec<_> = (0..callers)
-        .map(|_| {
+        .map(|caller| {
+            let allocation = allocation_of(caller);
             let host = fixture.host.clone();
             let remote = fixture.remote.clone();
             let client = fixture.client.clone();
@@ -251,8 +282,14 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
                     let answered = match path {
-                        Route::InProcess => local.get_info(reference(), budget()).await.is_ok(),
-                        Route::Transport => remote.get_info(reference(), budget()).await.is_ok(),
+                        Route::InProcess => local
+                            .get_info(reference(allocation), budget())
+                            .await
+                            .is_ok(),
+                        Route::Transport => remote
+                            .get_info(reference(allocation), budget())
+                            .await
+                            .is_ok(),
                         Route::Floor => client.kinds(budget()).await.is_ok(),
                     };
                     latencies.push(start.elapsed());
@@ -277,7 +314,12 @@ fn micros(duration: Duration) -> String {
 fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds: usize) {
     println!(
         "sustained get-info, kind docker, fake Docker Engine: {calls} calls per path per round, \
-         {rounds} round(s), paths alternating"
+         {rounds} round(s), paths alternating, {}",
+        if allocation_of(1) == 0 {
+            "every caller on one allocation"
+        } else {
+            "each caller on its own allocation"
+        }
     );
     println!(
         "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}",
@@ -333,7 +375,7 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
     group.bench_function("in_process", |b| {
         b.to_async(rt).iter(|| async {
             local
-                .get_info(reference(), budget())
+                .get_info(reference(0), budget())
                 .await
                 .expect("get-info answers")
         })
@@ -341,7 +383,7 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
     group.bench_function("transport", |b| {
         b.to_async(rt).iter(|| async {
             remote
-                .get_info(reference(), budget())
+                .get_info(reference(0), budget())
                 .await
                 .expect("get-info answers")
         })

@@ -1,4 +1,5 @@
-//! What the benches share: the steerable test component loaded as kinds.
+//! What the benches share: the steerable test component loaded as kinds,
+//! and the allocator of the `sandbox-host` binary.
 
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
@@ -7,6 +8,10 @@ use sandbox_host::{Host, NodeBinding, Registration, Runtime, registry};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The benches measure the host as the binary runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The staged steerable test component under `kind`, steered by its
 /// configuration, granted the engine at `socket`; `max_concurrent_calls`
@@ -66,6 +71,7 @@ pub async fn load_steered(
 }
 
 /// The allocation `t/e/{allocation}`.
+#[allow(dead_code, reason = "the load bench makes no call")]
 pub fn reference(allocation: &str) -> Reference {
     Reference {
         tenant_id: "t".into(),
