@@ -7,7 +7,9 @@
 #
 # N defaults to 5. The docker kinds check the engine at start (start one
 # with scripts/docker-engine.sh); e2b gets a dummy credential and is not
-# reached. Times include the `client` process that polls.
+# reached. Times include the `client` process that polls. Also prints the
+# node's resident memory at its first answer. OAC_HOST_BIN times another
+# build of `sandbox-host` (default target/release/sandbox-host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
@@ -59,7 +61,7 @@ TOML
 # Milliseconds from exec to the first answered `client kinds`, and the
 # node's resident memory (KiB) at that moment.
 one_start() {
-  local start end pid
+  local start end pid rss
   start=$(date +%s%N)
   "$bin" serve --config "$work/node.toml" 2>"$work/serve.log" & pid=$!
   until "$bin" client --unix "$work/node.sock" --token-file "$work/token" kinds >/dev/null 2>&1; do
