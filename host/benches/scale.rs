@@ -2,7 +2,8 @@
 //! fixtures' fake Docker Engine holding every request 50 ms), next to one
 //! call against the same engine measured in the same run; and the process's
 //! memory per in-flight call, sampled while all 1 000 are held in the
-//! engine.
+//! engine. Held bursts also print their two phases (up to the engine, and
+//! after it) in wall time and in the process's CPU per call.
 //!
 //! Each call is a `get-info` on its own allocation whose component makes
 //! one `docker.version` request; the kind is registered with
@@ -18,8 +19,16 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Operations in flight at once.
-const IN_FLIGHT: usize = 1_000;
+/// Operations in flight at once: 1 000, or `OAC_BENCH_IN_FLIGHT` (to see
+/// how the CPU per call changes with the number in flight; past 1 024 the
+/// kind's bound queues them).
+static IN_FLIGHT: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+    std::env::var("OAC_BENCH_IN_FLIGHT")
+        .ok()
+        .and_then(|count| count.parse().ok())
+        .filter(|count| *count > 0)
+        .unwrap_or(1_000)
+});
 /// How long the engine holds every request.
 const LATENCY: Duration = Duration::from_millis(50);
 
@@ -31,6 +40,26 @@ fn rss_kib() -> u64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
+}
+
+/// CPU time of every thread of this process so far (the first field of
+/// each thread's `schedstat`, ns), so a phase's CPU is measured next to
+/// its wall time: host, fake engine and bench together.
+fn cpu_time() -> Duration {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .flatten()
+    {
+        if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|ns| ns.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(total)
 }
 
 /// Runs `count` calls at once, each on its own allocation, and returns
@@ -59,6 +88,10 @@ struct Held {
     /// From the release to the last answer: the engine's latency and the
     /// calls' work after it.
     answered: Duration,
+    /// CPU time of the process over `arrived`.
+    arrived_cpu: Duration,
+    /// CPU time of the process over `answered`.
+    answered_cpu: Duration,
     /// The process's RSS while every call was held, KiB.
     rss_in_flight: u64,
 }
@@ -66,32 +99,42 @@ struct Held {
 impl Held {
     fn print(&self, which: &str) {
         println!(
-            "phases ({which}): all {IN_FLIGHT} requests in the engine after {:.1} ms; \
-             released, all answered {:.1} ms later ({} ms of it the engine's latency)",
+            "phases ({which}): all {n} requests in the engine after {:.1} ms \
+             ({:.1} µs CPU per call); released, all answered {:.1} ms later ({} ms of it the \
+             engine's latency; {:.1} µs CPU per call)",
             self.arrived.as_secs_f64() * 1e3,
+            self.arrived_cpu.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
             self.answered.as_secs_f64() * 1e3,
             LATENCY.as_millis(),
+            self.answered_cpu.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
+            n = *IN_FLIGHT,
         );
     }
 }
 
 async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let hold = engine.hold("GET", "/version");
+    let cpu_started = cpu_time();
     let started = Instant::now();
     let calls = {
         let host = host.clone();
-        tokio::spawn(async move { burst(&host, IN_FLIGHT).await })
+        tokio::spawn(async move { burst(&host, *IN_FLIGHT).await })
     };
-    hold.arrived(IN_FLIGHT).await;
+    hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
+    let cpu_arrived = cpu_time();
     let rss_in_flight = rss_kib();
+    let cpu_released = cpu_time();
     let released = Instant::now();
     hold.release();
     let answered = calls.await.expect("burst");
-    assert_eq!(answered, IN_FLIGHT, "every call answered");
+    let answered_in = released.elapsed();
+    assert_eq!(answered, *IN_FLIGHT, "every call answered");
     Held {
         arrived,
-        answered: released.elapsed(),
+        arrived_cpu: cpu_arrived.saturating_sub(cpu_started),
+        answered: answered_in,
+        answered_cpu: cpu_time().saturating_sub(cpu_released),
         rss_in_flight,
     }
 }
@@ -131,13 +174,15 @@ fn scale(c: &mut Criterion) {
         let cold = held_burst(&host, &engine).await;
         let after = rss_kib();
         println!(
-            "memory: {IN_FLIGHT} calls in flight: RSS {before} KiB before, {} KiB with \
+            "memory: {n} calls in flight: RSS {before} KiB before, {} KiB with \
              all in flight ({} KiB per call), {after} KiB after",
             cold.rss_in_flight,
-            (cold.rss_in_flight.saturating_sub(before)) / IN_FLIGHT as u64,
+            (cold.rss_in_flight.saturating_sub(before)) / *IN_FLIGHT as u64,
+            n = *IN_FLIGHT,
         );
         cold.print("first burst, pool slots cold");
         held_burst(&host, &engine).await.print("second burst");
+        held_burst(&host, &engine).await.print("third burst");
     });
 
     let mut group = c.benchmark_group("scale");
@@ -145,8 +190,8 @@ fn scale(c: &mut Criterion) {
     group.bench_function("baseline_one_call_slow_engine", |b| {
         b.iter_custom(|iters| rt.block_on(timed(&host, 1, iters)))
     });
-    group.bench_function("in_flight_1000_slow_engine", |b| {
-        b.iter_custom(|iters| rt.block_on(timed(&host, IN_FLIGHT, iters)))
+    group.bench_function(format!("in_flight_{}_slow_engine", *IN_FLIGHT), |b| {
+        b.iter_custom(|iters| rt.block_on(timed(&host, *IN_FLIGHT, iters)))
     });
     group.finish();
 }
