@@ -61,9 +61,13 @@ fn budget() -> Budget {
 /// unless `OAC_BENCH_ONE_ALLOCATION` asks for that shape.
 const ALLOCATIONS: usize = 8;
 
+/// Whether every caller works on allocation 0 (`OAC_BENCH_ONE_ALLOCATION`).
+static ONE_ALLOCATION: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_ONE_ALLOCATION").is_some());
+
 /// The allocation caller `caller` works on.
 fn allocation_of(caller: usize) -> usize {
-    if std::env::var_os("OAC_BENCH_ONE_ALLOCATION").is_some() {
+    if *ONE_ALLOCATION {
         0
     } else {
         caller % ALLOCATIONS
@@ -315,7 +319,7 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
     println!(
         "sustained get-info, kind docker, fake Docker Engine: {calls} calls per path per round, \
          {rounds} round(s), paths alternating, {}",
-        if allocation_of(1) == 0 {
+        if *ONE_ALLOCATION {
             "every caller on one allocation"
         } else {
             "each caller on its own allocation"
