@@ -23,28 +23,19 @@
 //! transport with no operation behind it: its floor). Without `--bench` (a `cargo test` smoke run) the
 //! sustained run is cut down to a few calls.
 
+mod common;
+
+use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use sandbox_host::host::Connect;
-use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::registry::{self, Mode};
-use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
+use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
-use sandbox_host::{Budget, Host, NodeBinding, Runtime};
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use sandbox_host::{Budget, Host};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The host runs here with the `sandbox-host` binary's allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const KIND: &str = "docker";
-const TOKEN: &str = "transport-bench-token-0123456789";
 /// Concurrent callers of the sustained run.
 const CALLERS: [usize; 2] = [1, 8];
 /// Calls per path, per caller count and round, in a real run.
@@ -95,93 +86,30 @@ fn bootstrap(allocation: usize) -> Bootstrap {
     }
 }
 
-fn plugin_dir() -> PathBuf {
-    std::env::var_os("OAC_PLUGIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
-}
-
 /// The host with the `docker` kind, the node serving it, and the proxy.
 struct Fixture {
     host: Arc<Host>,
     remote: Arc<RemoteProvider>,
     client: NodeClient,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), ServeError>>,
+    node: ServedNode,
     _engine: Engine,
-    _dir: tempfile::TempDir,
 }
 
 impl Fixture {
     /// Loads the builtin `docker` row against the fake engine, serves the
-    /// host on a Unix socket, connects the proxy, and creates the allocation.
+    /// host on a Unix socket, connects the proxy, and creates the allocations.
     async fn start() -> Self {
         let (engine, image) = Engine::fake().await.expect("fake engine");
-        let table: Vec<_> = registry::builtin()
-            .into_iter()
-            .filter(|row| row.kind == KIND)
-            .collect();
-        assert_eq!(table.len(), 1, "the registry has a docker row");
-        assert_eq!(table[0].mode, Mode::Nodes);
-        let configuration = std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
-        )
-        .expect("docker profile");
-        let policy = contract_suite::harness::container_policy(
+        let host = common::docker_host(
+            &engine,
             &image,
             contract_suite::harness::FAKE_SECCOMP_PROFILE,
+            "oac-transport-bench",
         )
-        .expect("policy");
-        let binding = NodeBinding {
-            installation_id: "oac-transport-bench".into(),
-            docker_socket: engine.socket().map(std::path::Path::to_path_buf),
-            container_policy: Some(policy),
-            configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
-            credential: None,
-            receipts: None,
-            http_test_network: None,
-            hook: None,
-        };
-        let host = Host::load(
-            Runtime::new().expect("wasmtime engine"),
-            &table,
-            &plugin_dir(),
-            &BTreeMap::from([(KIND.to_string(), binding)]),
-            Connect::Capabilities,
-        )
-        .await
-        .expect("host loads (run `cargo xtask build-plugins` first)");
+        .await;
         let host = Arc::new(host);
-
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("node.sock");
-        let token_file = dir.path().join("token");
-        std::fs::write(&token_file, TOKEN).expect("token");
-        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
-        let token = Token::read(&token_file).expect("token");
-        let node = Node::new(host.clone(), token.clone(), 64);
-        let listen = Listen {
-            unix: Some(socket.clone()),
-            ..Listen::default()
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(async move {
-            node.serve(&listen, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
-        let mut remote = None;
-        for _ in 0..200 {
-            if let Ok(proxy) = RemoteProvider::connect(client.clone(), KIND, budget()).await {
-                remote = Some(proxy);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let remote = Arc::new(remote.expect("the node serves"));
+        let node = ServedNode::start(host.clone(), budget()).await;
+        let remote = node.remote.clone();
 
         let local = host.kind(KIND).expect("docker kind");
         for allocation in 0..ALLOCATIONS {
@@ -201,15 +129,13 @@ impl Fixture {
         Self {
             host,
             remote,
-            client,
-            stop: Some(stop),
-            served,
+            client: node.client.clone(),
+            node,
             _engine: engine,
-            _dir: dir,
         }
     }
 
-    async fn stop(mut self) {
+    async fn stop(self) {
         let local = self.host.kind(KIND).expect("docker kind");
         for allocation in 0..ALLOCATIONS {
             local
@@ -217,13 +143,7 @@ impl Fixture {
                 .await
                 .expect("killed");
         }
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        (&mut self.served)
-            .await
-            .expect("server task")
-            .expect("served");
+        self.node.stop().await;
     }
 }
 

@@ -1,0 +1,139 @@
+//! What the suite's benches share: the builtin `docker` kind loaded against
+//! an engine, and a node serving a host over a Unix socket with the
+//! Core-side proxy connected to it.
+
+use contract_suite::fixtures::Engine;
+use sandbox_host::host::Connect;
+use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::registry::{self, Mode};
+use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
+use sandbox_host::{Budget, Host, NodeBinding, Runtime};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The benches run the host with the `sandbox-host` binary's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The kind both benches load.
+pub const KIND: &str = "docker";
+const TOKEN: &str = "suite-bench-token-0123456789";
+
+/// Where `cargo xtask build-plugins` staged the components.
+fn plugin_dir() -> PathBuf {
+    std::env::var_os("OAC_PLUGIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
+}
+
+/// The builtin `docker` row loaded with the suite's docker profile, as
+/// `installation`, against `engine` under a policy of `image` and
+/// `seccomp_profile`.
+pub async fn docker_host(
+    engine: &Engine,
+    image: &str,
+    seccomp_profile: &str,
+    installation: &str,
+) -> Host {
+    let table: Vec<_> = registry::builtin()
+        .into_iter()
+        .filter(|row| row.kind == KIND)
+        .collect();
+    assert_eq!(table.len(), 1, "the registry has a docker row");
+    assert_eq!(table[0].mode, Mode::Nodes);
+    let configuration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
+    )
+    .expect("docker profile");
+    let policy = contract_suite::harness::container_policy(image, seccomp_profile).expect("policy");
+    let binding = NodeBinding {
+        installation_id: installation.into(),
+        docker_socket: engine.socket().map(std::path::Path::to_path_buf),
+        container_policy: Some(policy),
+        configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
+        credential: None,
+        receipts: None,
+        http_test_network: None,
+        hook: None,
+    };
+    Host::load(
+        Runtime::new().expect("wasmtime engine"),
+        &table,
+        &plugin_dir(),
+        &BTreeMap::from([(KIND.to_string(), binding)]),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("host loads (run `cargo xtask build-plugins` first)")
+}
+
+/// A node serving a host on a Unix socket, and the proxy Core would use.
+pub struct ServedNode {
+    /// The `docker` kind through the node.
+    pub remote: Arc<RemoteProvider>,
+    /// The node's client, for calls with no operation behind them.
+    #[allow(
+        dead_code,
+        reason = "only the transport bench calls without an operation"
+    )]
+    pub client: NodeClient,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), ServeError>>,
+    _dir: tempfile::TempDir,
+}
+
+impl ServedNode {
+    /// Serves `host` (with up to 64 operations in flight) and connects the
+    /// proxy once the node answers.
+    pub async fn start(host: Arc<Host>, budget: Budget) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("node.sock");
+        let token_file = dir.path().join("token");
+        std::fs::write(&token_file, TOKEN).expect("token");
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let token = Token::read(&token_file).expect("token");
+        let node = Node::new(host, token.clone(), 64);
+        let listen = Listen {
+            unix: Some(socket.clone()),
+            ..Listen::default()
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(async move {
+            node.serve(&listen, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
+        let mut remote = None;
+        for _ in 0..200 {
+            if let Ok(proxy) = RemoteProvider::connect(client.clone(), KIND, budget).await {
+                remote = Some(proxy);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Self {
+            remote: Arc::new(remote.expect("the node serves")),
+            client,
+            stop: Some(stop),
+            served,
+            _dir: dir,
+        }
+    }
+
+    /// Stops the node and waits for it to finish serving.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.served)
+            .await
+            .expect("server task")
+            .expect("served");
+    }
+}
