@@ -1,7 +1,7 @@
 //! Loading a kind, the in-process part of a node's cold start: a new
 //! engine (`Runtime`) and `Host::load` of the steerable component, once
 //! compiling it (the baseline) and once reading it from a warm compile
-//! cache, measured in the same run. `scripts/cold-start.sh` measures the
+//! cache, measured in the same run. The `cold_start` bench measures the
 //! whole start of `serve` (exec, all kinds, the first answer).
 
 mod common;
