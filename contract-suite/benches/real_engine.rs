@@ -74,24 +74,6 @@ fn bootstrap(reference: Reference) -> Bootstrap {
     }
 }
 
-/// The engine's socket and the assembled seccomp profile, or why the bench
-/// cannot run here.
-fn prerequisites() -> Result<(PathBuf, String), String> {
-    let socket = std::env::var_os("OAC_DOCKER_SOCKET")
-        .map(PathBuf::from)
-        .ok_or("no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)")?;
-    let upstream = std::env::var_os("OAC_SECCOMP_UPSTREAM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        })
-        .join("moby-default-65adc7e.json");
-    let upstream = std::fs::read(&upstream)
-        .map_err(|_| format!("no upstream seccomp profile at {}", upstream.display()))?;
-    let profile = oac_seccomp::assemble(&upstream).map_err(|error| error.to_string())?;
-    Ok((socket, profile.to_string()))
-}
-
 /// The node serving the `docker` kind on the real engine, a direct client,
 /// and what the direct side replays of the node's container.
 struct Fixture {
@@ -384,7 +366,7 @@ fn per_create(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture
 }
 
 fn main() {
-    let (socket, seccomp_profile) = match prerequisites() {
+    let (socket, seccomp_profile) = match common::real_engine() {
         Ok(found) => found,
         Err(missing) if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
             panic!("real_engine: OAC_REQUIRE_DOCKER=1 but {missing}")

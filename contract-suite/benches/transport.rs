@@ -1,6 +1,8 @@
 //! Sustained `get-info` on the real `docker` component through the node
 //! transport, next to the same call made in process, both measured in the
-//! same run against the contract suite's fake Docker Engine.
+//! same run against the contract suite's fake Docker Engine, or against the
+//! real engine `OAC_DOCKER_SOCKET` names with `OAC_BENCH_REAL_ENGINE=1` (its
+//! containers under the assembled seccomp profile; see `real_engine.rs`).
 //!
 //! One tokio multi-thread runtime carries everything: the fake engine, the
 //! node serving the host over a Unix socket, and the callers (one worker
@@ -16,18 +18,21 @@
 //! caller works on its own allocation (`OAC_BENCH_ONE_ALLOCATION=1`: all on
 //! one, where the callers queue on that allocation's turn).
 //!
-//! Two measurements: criterion's per-call time (group `get_info`), and,
-//! before it, a plain sustained run per path with 1 and 8 concurrent callers
-//! that prints operations per second, p50 and p99 latency, and the ratios
-//! transport / in-process; beside them, `kinds` through the node (the
-//! transport with no operation behind it: its floor). Without `--bench` (a `cargo test` smoke run) the
-//! sustained run is cut down to a few calls.
+//! Two measurements: criterion's per-call time (group `get_info`, or
+//! `get_info_real_engine`), and, before it, a plain sustained run per path
+//! with 1 and 8 concurrent callers that prints operations per second, p50
+//! and p99 latency, this process's CPU and context switches per call, and
+//! the ratios transport / in-process; beside them, `kinds` through the node
+//! (the transport with no operation behind it: its floor). Without
+//! `--bench` (a `cargo test` smoke run) the sustained run is cut down to a
+//! few calls.
 
 mod common;
 
 use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
+use oac_fixtures::cpu::{process_context_switches, process_cpu_time};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
@@ -51,6 +56,10 @@ fn budget() -> Budget {
 /// queue on one allocation's turn (one operation at a time per allocation)
 /// unless `OAC_BENCH_ONE_ALLOCATION` asks for that shape.
 const ALLOCATIONS: usize = 8;
+
+/// Whether the calls reach a real engine (`OAC_BENCH_REAL_ENGINE`).
+static REAL_ENGINE: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_REAL_ENGINE").is_some());
 
 /// Whether every caller works on allocation 0 (`OAC_BENCH_ONE_ALLOCATION`).
 static ONE_ALLOCATION: std::sync::LazyLock<bool> =
@@ -99,14 +108,20 @@ impl Fixture {
     /// Loads the builtin `docker` row against the fake engine, serves the
     /// host on a Unix socket, connects the proxy, and creates the allocations.
     async fn start() -> Self {
-        let (engine, image) = Engine::fake().await.expect("fake engine");
-        let host = common::docker_host(
-            &engine,
-            &image,
-            contract_suite::harness::FAKE_SECCOMP_PROFILE,
-            "oac-transport-bench",
-        )
-        .await;
+        let ((engine, image), seccomp_profile) = if *REAL_ENGINE {
+            let (socket, seccomp_profile) =
+                common::real_engine().expect("OAC_BENCH_REAL_ENGINE=1 needs a real engine");
+            let engine = Engine::real(&socket).await.expect("the engine answers");
+            (engine, seccomp_profile)
+        } else {
+            let engine = Engine::fake().await.expect("fake engine");
+            (
+                engine,
+                contract_suite::harness::FAKE_SECCOMP_PROFILE.to_string(),
+            )
+        };
+        let host =
+            common::docker_host(&engine, &image, &seccomp_profile, "oac-transport-bench").await;
         let host = Arc::new(host);
         let node = ServedNode::start(host.clone(), budget()).await;
         let remote = node.remote.clone();
@@ -165,17 +180,31 @@ impl Route {
     }
 }
 
-/// Latencies of every call and the wall time of a sustained run.
+/// Latencies of every call, the wall time of a sustained run and the CPU
+/// this process spent in it (callers, node, host, and the fake engine when
+/// it is the fake).
 #[derive(Default)]
 struct Run {
     latencies: Vec<Duration>,
     wall: Duration,
+    cpu: Duration,
+    switches: u64,
 }
 
 impl Run {
     fn absorb(&mut self, other: Run) {
         self.latencies.extend(other.latencies);
         self.wall += other.wall;
+        self.cpu += other.cpu;
+        self.switches += other.switches;
+    }
+
+    fn cpu_per_call(&self) -> Duration {
+        self.cpu / self.latencies.len() as u32
+    }
+
+    fn switches_per_call(&self) -> f64 {
+        self.switches as f64 / self.latencies.len() as f64
     }
 
     fn ops_per_second(&self) -> f64 {
@@ -192,6 +221,8 @@ impl Run {
 /// `callers` tasks take calls from one counter until `calls` have started.
 async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize) -> Run {
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu = process_cpu_time();
+    let switches = process_context_switches();
     let began = Instant::now();
     let tasks: Vec<_> = (0..callers)
         .map(|caller| {
@@ -228,6 +259,8 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
         run.latencies.extend(task.await.expect("caller"));
     }
     run.wall = began.elapsed();
+    run.cpu = process_cpu_time().saturating_sub(cpu);
+    run.switches = process_context_switches().saturating_sub(switches);
     run
 }
 
@@ -237,8 +270,13 @@ fn micros(duration: Duration) -> String {
 
 fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds: usize) {
     println!(
-        "sustained get-info, kind docker, fake Docker Engine: {calls} calls per path per round, \
+        "sustained get-info, kind docker, {}: {calls} calls per path per round, \
          {rounds} round(s), paths alternating, {}",
+        if *REAL_ENGINE {
+            "real Docker Engine"
+        } else {
+            "fake Docker Engine"
+        },
         if *ONE_ALLOCATION {
             "every caller on one allocation"
         } else {
@@ -246,8 +284,8 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         }
     );
     println!(
-        "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}",
-        "callers", "path", "ops/s", "p50", "p99"
+        "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}",
+        "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches"
     );
     for callers in CALLERS {
         // Warm up both paths (pool slots, connections) before measuring.
@@ -273,11 +311,13 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         {
             run.latencies.sort_unstable();
             println!(
-                "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}",
+                "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}  {:>10}  {:>9.1}",
                 path.name(),
                 run.ops_per_second(),
                 micros(run.percentile(0.50)),
                 micros(run.percentile(0.99)),
+                micros(run.cpu_per_call()),
+                run.switches_per_call(),
             );
         }
         let [local, remote, _] = &runs;
@@ -295,7 +335,11 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
 fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) {
     let local = fixture.host.kind(KIND).expect("docker kind");
     let remote = &fixture.remote;
-    let mut group = c.benchmark_group("get_info");
+    let mut group = c.benchmark_group(if *REAL_ENGINE {
+        "get_info_real_engine"
+    } else {
+        "get_info"
+    });
     group.bench_function("in_process", |b| {
         b.to_async(rt).iter(|| async {
             local

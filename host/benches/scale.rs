@@ -12,6 +12,7 @@
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use oac_fixtures::cpu::process_cpu_time;
 use oac_fixtures::docker_engine::FakeDockerEngine;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::{Budget, Host, Runtime};
@@ -40,26 +41,6 @@ fn rss_kib() -> u64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
-}
-
-/// CPU time of every thread of this process so far (the first field of
-/// each thread's `schedstat`, ns), so a phase's CPU is measured next to
-/// its wall time: host, fake engine and bench together.
-fn cpu_time() -> Duration {
-    let mut total = 0u64;
-    for task in std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .flatten()
-    {
-        if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|ns| ns.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    Duration::from_nanos(total)
 }
 
 /// Runs `count` calls at once, each on its own allocation, and returns
@@ -114,7 +95,7 @@ impl Held {
 
 async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let hold = engine.hold("GET", "/version");
-    let cpu_started = cpu_time();
+    let cpu_started = process_cpu_time();
     let started = Instant::now();
     let calls = {
         let host = host.clone();
@@ -122,9 +103,9 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     };
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
-    let cpu_arrived = cpu_time();
+    let cpu_arrived = process_cpu_time();
     let rss_in_flight = rss_kib();
-    let cpu_released = cpu_time();
+    let cpu_released = process_cpu_time();
     let released = Instant::now();
     hold.release();
     let answered = calls.await.expect("burst");
@@ -134,7 +115,7 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
         arrived,
         arrived_cpu: cpu_arrived.saturating_sub(cpu_started),
         answered: answered_in,
-        answered_cpu: cpu_time().saturating_sub(cpu_released),
+        answered_cpu: process_cpu_time().saturating_sub(cpu_released),
         rss_in_flight,
     }
 }

@@ -29,6 +29,25 @@ fn plugin_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
 }
 
+/// A real engine's socket (`OAC_DOCKER_SOCKET`) and the assembled seccomp
+/// profile its containers run under (from `../shared/seccomp-upstream`, or
+/// `OAC_SECCOMP_UPSTREAM`), or what is missing.
+pub fn real_engine() -> Result<(PathBuf, String), String> {
+    let socket = std::env::var_os("OAC_DOCKER_SOCKET")
+        .map(PathBuf::from)
+        .ok_or("no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)")?;
+    let upstream = std::env::var_os("OAC_SECCOMP_UPSTREAM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
+        })
+        .join("moby-default-65adc7e.json");
+    let upstream = std::fs::read(&upstream)
+        .map_err(|_| format!("no upstream seccomp profile at {}", upstream.display()))?;
+    let profile = oac_seccomp::assemble(&upstream).map_err(|error| error.to_string())?;
+    Ok((socket, profile.to_string()))
+}
+
 /// The builtin `docker` row loaded with the suite's docker profile, as
 /// `installation`, against `engine` under a policy of `image` and
 /// `seccomp_profile`.
