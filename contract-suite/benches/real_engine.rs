@@ -99,6 +99,7 @@ impl Fixture {
             bollard::API_DEFAULT_VERSION,
         )
         .expect("direct client");
+        common::sweep(&engine, INSTALLATION).await;
 
         // One create through the node shows what the direct side replays.
         let reference = next_reference();
@@ -161,7 +162,13 @@ impl Fixture {
     /// then removed with its volumes.
     async fn direct(&self) -> Duration {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("oac-bench-direct-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        // Unique per process: a run that stopped half-way leaves no name
+        // this one needs.
+        let name = format!(
+            "oac-bench-direct-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
         let mut body = self.template.clone();
         let mut volumes = BTreeMap::new();
         for mount in body
@@ -240,25 +247,7 @@ impl Fixture {
     /// Stops the node and removes anything of the bench's installation.
     async fn stop(self) {
         self.node.stop().await;
-        let (containers, volumes) = self.engine.resources_of(INSTALLATION).await;
-        for container in containers {
-            let _ = self
-                .direct
-                .remove_container(
-                    &container,
-                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
-                )
-                .await;
-        }
-        for volume in volumes {
-            let _ = self
-                .direct
-                .remove_volume(
-                    &volume,
-                    None::<bollard::query_parameters::RemoveVolumeOptions>,
-                )
-                .await;
-        }
+        common::sweep(&self.engine, INSTALLATION).await;
     }
 }
 

@@ -48,6 +48,9 @@ const CALLS: usize = 2_000;
 /// Rounds per caller count; the two paths alternate within each round.
 const ROUNDS: usize = 3;
 
+/// The installation the bench's host runs as.
+const INSTALLATION: &str = "oac-transport-bench";
+
 fn budget() -> Budget {
     Budget::from_millis(10_000).expect("budget")
 }
@@ -105,8 +108,9 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// Loads the builtin `docker` row against the fake engine, serves the
-    /// host on a Unix socket, connects the proxy, and creates the allocations.
+    /// Loads the builtin `docker` row against the engine (the fake, or the
+    /// real one), serves the host on a Unix socket, connects the proxy, and
+    /// creates the allocations.
     async fn start() -> Self {
         let ((engine, image), seccomp_profile) = if *REAL_ENGINE {
             let (socket, seccomp_profile) =
@@ -120,8 +124,8 @@ impl Fixture {
                 contract_suite::harness::FAKE_SECCOMP_PROFILE.to_string(),
             )
         };
-        let host =
-            common::docker_host(&engine, &image, &seccomp_profile, "oac-transport-bench").await;
+        common::sweep(&engine, INSTALLATION).await;
+        let host = common::docker_host(&engine, &image, &seccomp_profile, INSTALLATION).await;
         let host = Arc::new(host);
         let node = ServedNode::start(host.clone(), budget()).await;
         let remote = node.remote.clone();

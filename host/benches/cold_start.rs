@@ -117,6 +117,11 @@ impl Node {
                 let log = std::fs::read_to_string(self.dir.path().join("serve.log"));
                 panic!("serve exited ({status}) before answering: {log:?}");
             }
+            if began.elapsed() > Duration::from_secs(120) {
+                let _ = serve.kill();
+                let log = std::fs::read_to_string(self.dir.path().join("serve.log"));
+                panic!("serve did not answer within 120 s: {log:?}");
+            }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let answered = began.elapsed();

@@ -48,6 +48,32 @@ pub fn real_engine() -> Result<(PathBuf, String), String> {
     Ok((socket, profile.to_string()))
 }
 
+/// Removes every container and volume of `installation` from a real
+/// engine, such as a run that stopped half-way left behind (its
+/// allocations would otherwise be taken). Fakes start empty.
+pub async fn sweep(engine: &Engine, installation: &str) {
+    let Engine::Real { client, .. } = engine else {
+        return;
+    };
+    let (containers, volumes) = engine.resources_of(installation).await;
+    let force = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    for container in containers {
+        let _ = client
+            .remove_container(&container, Some(force.clone()))
+            .await;
+    }
+    for volume in volumes {
+        let _ = client
+            .remove_volume(
+                &volume,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await;
+    }
+}
+
 /// The builtin `docker` row loaded with the suite's docker profile, as
 /// `installation`, against `engine` under a policy of `image` and
 /// `seccomp_profile`.
