@@ -329,28 +329,23 @@ fn per_create(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1));
-    group.bench_function("baseline_direct", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += fixture.direct().await;
-                }
-                total
+    for (name, through_node) in [("baseline_direct", false), ("through_node", true)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += if through_node {
+                            fixture.through_node().await
+                        } else {
+                            fixture.direct().await
+                        };
+                    }
+                    total
+                })
             })
-        })
-    });
-    group.bench_function("through_node", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += fixture.through_node().await;
-                }
-                total
-            })
-        })
-    });
+        });
+    }
     group.finish();
 }
 
