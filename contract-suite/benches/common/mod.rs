@@ -60,9 +60,9 @@ pub async fn sweep(engine: &Engine, installation: &str) {
         .force(true)
         .build();
     for container in containers {
-        let _ = client
-            .remove_container(&container, Some(force.clone()))
-            .await;
+        // Listed names carry the engine's leading `/`.
+        let name = container.trim_start_matches('/');
+        let _ = client.remove_container(name, Some(force.clone())).await;
     }
     for volume in volumes {
         let _ = client
