@@ -93,12 +93,11 @@ impl Fixture {
         let host: Arc<Host> =
             Arc::new(common::docker_host(&engine, &image, seccomp_profile, INSTALLATION).await);
         let node = ServedNode::start(host, budget()).await;
-        let direct = Docker::connect_with_unix(
-            socket.to_str().expect("socket path"),
-            120,
-            bollard::API_DEFAULT_VERSION,
-        )
-        .expect("direct client");
+        // The fixture's own client to the engine makes the direct requests.
+        let Engine::Real { client: direct, .. } = &engine else {
+            unreachable!("Engine::real answers a real engine")
+        };
+        let direct = direct.clone();
         common::sweep(&engine, INSTALLATION).await;
 
         // One create through the node shows what the direct side replays.
