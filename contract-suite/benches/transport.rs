@@ -23,7 +23,8 @@
 //! with 1 and 8 concurrent callers that prints operations per second, p50
 //! and p99 latency, this process's CPU and context switches per call, and
 //! the ratios transport / in-process; beside them, `kinds` through the node
-//! (the transport with no operation behind it: its floor). Without
+//! (the transport with no operation behind it: its floor), under a line
+//! saying how this machine's idle CPUs wait (halt polling). Without
 //! `--bench` (a `cargo test` smoke run) the sustained run is cut down to a
 //! few calls.
 
@@ -32,7 +33,7 @@ mod common;
 use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use oac_fixtures::cpu::{process_context_switches, process_cpu_time};
+use oac_fixtures::cpu::{IdleWait, process_context_switches, process_cpu_time};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
@@ -287,6 +288,9 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
             "each caller on its own allocation"
         }
     );
+    // A hand-over to a thread parked on the other CPU costs what an idle
+    // CPU's wake-up costs here (see BENCHMARKS.md, halt polling).
+    println!("idle CPUs: {}", IdleWait::of_this_machine());
     println!(
         "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}",
         "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches"
