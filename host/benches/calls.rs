@@ -3,7 +3,9 @@
 //! bare instantiate + call of an empty export on the same engine, and a
 //! trivial operation with one Docker capability call versus the same engine
 //! request made directly with bollard. The engine is the fixtures' fake
-//! Docker Engine, so the numbers isolate the host's overhead.
+//! Docker Engine, so the numbers isolate the host's overhead. Before
+//! criterion's estimates, a plain run times every call on its own and
+//! prints each case's median and p99.
 
 mod common;
 
@@ -88,7 +90,7 @@ fn calls(c: &mut Criterion) {
     // node's handlers and an async Core call: a call runs in its own task
     // (so a caller that leaves never cuts it short), which a caller on a
     // runtime worker hands over in that worker's own queue.
-    let in_task = |iters: u64, call: Arc<dyn Fn() -> CallFuture + Send + Sync>| {
+    let in_task = |iters: u64, call: BenchedCall| {
         rt.block_on(rt.spawn(async move {
             let start = Instant::now();
             for _ in 0..iters {
@@ -98,7 +100,7 @@ fn calls(c: &mut Criterion) {
         }))
         .expect("bench task")
     };
-    let get_info = |kind: &'static str| -> Arc<dyn Fn() -> CallFuture + Send + Sync> {
+    let get_info = |kind: &'static str| -> BenchedCall {
         let host = host.clone();
         Arc::new(move || {
             let host = host.clone();
@@ -111,39 +113,109 @@ fn calls(c: &mut Criterion) {
             })
         })
     };
+    // The five cases: (criterion's name, the plain run's name, the call).
+    let cases: [(&str, &str, BenchedCall); 5] = [
+        (
+            "baseline_bare_instantiate_and_empty_call",
+            "bare instantiate + empty call",
+            {
+                let bare = bare.clone();
+                Arc::new(move || {
+                    let bare = bare.clone();
+                    Box::pin(async move { bare_call(&bare).await })
+                })
+            },
+        ),
+        (
+            "baseline_bare_instantiate_provider_component",
+            "bare provider instantiation",
+            {
+                let floor = provider_floor.clone();
+                Arc::new(move || {
+                    let floor = floor.clone();
+                    Box::pin(async move { bare_instantiate(&floor).await })
+                })
+            },
+        ),
+        (
+            "host_get_info_trivial_fresh_instance",
+            "host trivial get-info",
+            get_info("trivial"),
+        ),
+        (
+            "baseline_bollard_version_direct",
+            "bollard version, direct",
+            {
+                let direct = direct.clone();
+                Arc::new(move || {
+                    let direct = direct.clone();
+                    Box::pin(async move {
+                        direct.version().await.expect("version");
+                    })
+                })
+            },
+        ),
+        (
+            "host_get_info_one_docker_call",
+            "host get-info, one request",
+            get_info("capability"),
+        ),
+    ];
+
+    // Medians and p99 of individual calls, the cases alternating in
+    // rounds, before criterion's estimates (which are means of batches).
+    let (rounds, per_round) = if common::measuring() {
+        (10, 2_000)
+    } else {
+        (1, 20)
+    };
+    let mut timings: Vec<common::Timings> = cases.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for ((_, _, call), times) in cases.iter().zip(&mut timings) {
+            let call = call.clone();
+            let round = rt
+                .block_on(rt.spawn(async move {
+                    let mut round = common::Timings::default();
+                    for _ in 0..per_round {
+                        let start = Instant::now();
+                        call().await;
+                        round.push(start.elapsed());
+                    }
+                    round
+                }))
+                .expect("timing task");
+            times.absorb(round);
+        }
+    }
+    let micros = |time: std::time::Duration| time.as_secs_f64() * 1e6;
+    println!("per call, {rounds} rounds of {per_round} calls per case, cases alternating (µs)");
+    println!("{:<32} {:>9} {:>9}", "case", "p50", "p99");
+    for ((_, name, _), times) in cases.iter().zip(&timings) {
+        println!(
+            "{name:<32} {:>9.2} {:>9.2}",
+            micros(times.percentile(0.50)),
+            micros(times.percentile(0.99))
+        );
+    }
+    let ratio = |over: usize, under: usize, q: f64| {
+        micros(timings[over].percentile(q)) / micros(timings[under].percentile(q))
+    };
+    println!(
+        "trivial / bare provider instantiation: p50 {:.2}, p99 {:.2}; \
+         one request / direct bollard: p50 {:.2}, p99 {:.2}",
+        ratio(2, 1, 0.50),
+        ratio(2, 1, 0.99),
+        ratio(4, 3, 0.50),
+        ratio(4, 3, 0.99),
+    );
+    println!();
+
     let mut group = c.benchmark_group("per_call");
-    group.bench_function("baseline_bare_instantiate_and_empty_call", |b| {
-        let bare = bare.clone();
-        let call: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
-            let bare = bare.clone();
-            Box::pin(async move { bare_call(&bare).await })
+    for (name, _, call) in &cases {
+        group.bench_function(*name, |b| {
+            b.iter_custom(|iters| in_task(iters, call.clone()))
         });
-        b.iter_custom(|iters| in_task(iters, call.clone()))
-    });
-    group.bench_function("baseline_bollard_version_direct", |b| {
-        let direct = direct.clone();
-        let version: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
-            let direct = direct.clone();
-            Box::pin(async move {
-                direct.version().await.expect("version");
-            })
-        });
-        b.iter_custom(|iters| in_task(iters, version.clone()))
-    });
-    group.bench_function("baseline_bare_instantiate_provider_component", |b| {
-        let floor = provider_floor.clone();
-        let call: Arc<dyn Fn() -> CallFuture + Send + Sync> = Arc::new(move || {
-            let floor = floor.clone();
-            Box::pin(async move { bare_instantiate(&floor).await })
-        });
-        b.iter_custom(|iters| in_task(iters, call.clone()))
-    });
-    group.bench_function("host_get_info_trivial_fresh_instance", |b| {
-        b.iter_custom(|iters| in_task(iters, get_info("trivial")))
-    });
-    group.bench_function("host_get_info_one_docker_call", |b| {
-        b.iter_custom(|iters| in_task(iters, get_info("capability")))
-    });
+    }
     // The same trivial call awaited from outside the runtime (block_on on
     // another thread): the call's task then wakes a parked worker, and its
     // end wakes the caller's thread.
@@ -158,6 +230,9 @@ fn calls(c: &mut Criterion) {
     });
     group.finish();
 }
+
+/// Makes one benchmarked call each time it is called.
+type BenchedCall = Arc<dyn Fn() -> CallFuture + Send + Sync>;
 
 /// One benchmarked call.
 type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;

@@ -3,7 +3,8 @@
 //! call against the same engine measured in the same run; and the process's
 //! memory per in-flight call, sampled while all 1 000 are held in the
 //! engine. Held bursts also print their two phases (up to the engine, and
-//! after it) in wall time and in the process's CPU per call.
+//! after it) in wall time and in the process's CPU per call, and 100
+//! alternating runs of each side print their medians and p99.
 //!
 //! Each call is a `get-info` on its own allocation whose component makes
 //! one `docker.version` request; the kind is registered with
@@ -165,6 +166,27 @@ fn scale(c: &mut Criterion) {
         held_burst(&host, &engine).await.print("second burst");
         held_burst(&host, &engine).await.print("third burst");
     });
+
+    // Medians and p99 of single calls and of whole bursts, alternating,
+    // before criterion's estimates (100 of each: the p99 is the 99th).
+    let rounds = if common::measuring() { 100 } else { 2 };
+    let (mut one, mut all) = (common::Timings::default(), common::Timings::default());
+    for _ in 0..rounds {
+        one.push(rt.block_on(timed(&host, 1, 1)));
+        all.push(rt.block_on(timed(&host, *IN_FLIGHT, 1)));
+    }
+    let millis = |time: Duration| time.as_secs_f64() * 1e3;
+    println!(
+        "wall time, {rounds} alternating runs: one call p50 {:.2} ms, p99 {:.2} ms; \
+         {n} at once p50 {:.2} ms, p99 {:.2} ms; ratio p50 {:.2}, p99 {:.2}",
+        millis(one.percentile(0.50)),
+        millis(one.percentile(0.99)),
+        millis(all.percentile(0.50)),
+        millis(all.percentile(0.99)),
+        millis(all.percentile(0.50)) / millis(one.percentile(0.50)),
+        millis(all.percentile(0.99)) / millis(one.percentile(0.99)),
+        n = *IN_FLIGHT,
+    );
 
     let mut group = c.benchmark_group("scale");
     group.sample_size(10);
