@@ -86,10 +86,9 @@ fn calls(c: &mut Criterion) {
     let provider_floor = Arc::new(bare_provider(runtime.engine()));
 
     let host = Arc::new(host);
-    // Each case runs its iterations inside one task on the runtime, as the
-    // node's handlers and an async Core call: a call runs in its own task
-    // (so a caller that leaves never cuts it short), which a caller on a
-    // runtime worker hands over in that worker's own queue.
+    // Each case runs its iterations inside one task on a runtime worker, as
+    // a node's request handler does: a call is polled in its caller's task
+    // (it moves to a task of its own only if its caller leaves).
     let in_task = |iters: u64, call: BenchedCall| {
         rt.block_on(rt.spawn(async move {
             let start = Instant::now();
@@ -216,9 +215,9 @@ fn calls(c: &mut Criterion) {
             b.iter_custom(|iters| in_task(iters, call.clone()))
         });
     }
-    // The same trivial call awaited from outside the runtime (block_on on
-    // another thread): the call's task then wakes a parked worker, and its
-    // end wakes the caller's thread.
+    // The same trivial call awaited from outside the runtime's workers
+    // (criterion's `block_on` on the bench's own thread, where the call is
+    // then polled).
     group.bench_function("host_get_info_trivial_from_outside_the_runtime", |b| {
         b.to_async(&rt).iter(|| async {
             host.kind("trivial")
