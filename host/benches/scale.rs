@@ -6,6 +6,11 @@
 //! after it) in wall time and in the process's CPU per call, and 100
 //! alternating runs of each side print their medians and p99.
 //!
+//! What a call costs depends on what is in the caches, so with the engine
+//! answering at once the bench also prints the process's CPU per call for
+//! calls one after another and for bursts of 1 000, and the median of calls
+//! made one after another each after a walk over 64 MiB (every cache cold).
+//!
 //! Each call is a `get-info` on its own allocation whose component makes
 //! one `docker.version` request; the kind is registered with
 //! `max_concurrent_calls = 1024` (the registry's upper bound).
@@ -121,6 +126,57 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     }
 }
 
+/// CPU of the process per call, for calls one after another in one task
+/// and for bursts of [`IN_FLIGHT`] at once, the engine answering at once;
+/// and the median time of a call made after evicting the caches. Each
+/// call is on one of [`IN_FLIGHT`] allocations, as in a burst.
+async fn cost_per_call(host: &Arc<Host>) -> (Duration, Duration, Duration) {
+    const CALLS: usize = 2_000;
+    let budget = Budget::from_millis(30_000).expect("budget");
+    let one_by_one = |evict: bool| {
+        let host = host.clone();
+        tokio::spawn(async move {
+            // 64 MiB: more than any cache of this machine.
+            let mut junk = vec![0u64; 8 << 20];
+            let mut timings = common::Timings::default();
+            let cpu = process_cpu_time();
+            for index in 0..CALLS {
+                if evict {
+                    for (offset, word) in junk.iter_mut().enumerate().step_by(8) {
+                        *word = word.wrapping_add(offset as u64);
+                    }
+                }
+                let started = Instant::now();
+                let answered = host
+                    .kind("slow")
+                    .expect("a loaded kind")
+                    .get_info(
+                        common::reference(&format!("a{}", index % *IN_FLIGHT)),
+                        budget,
+                    )
+                    .await;
+                timings.push(started.elapsed());
+                assert!(answered.is_ok());
+            }
+            std::hint::black_box(&junk);
+            (process_cpu_time().saturating_sub(cpu), timings)
+        })
+    };
+    let (sequential, _) = one_by_one(false).await.expect("calls");
+    let cpu = process_cpu_time();
+    for _ in 0..CALLS / *IN_FLIGHT {
+        assert_eq!(burst(host, *IN_FLIGHT).await, *IN_FLIGHT);
+    }
+    let bursts = process_cpu_time().saturating_sub(cpu);
+    let (_, evicted) = one_by_one(true).await.expect("calls");
+    let rounds = (CALLS / *IN_FLIGHT).max(1) * *IN_FLIGHT;
+    (
+        sequential / CALLS as u32,
+        bursts / rounds as u32,
+        evicted.percentile(0.5),
+    )
+}
+
 /// Times `iters` bursts of `count` calls, driven from a task on the
 /// runtime (as the node's request handlers are), not from the bench's
 /// thread.
@@ -166,6 +222,21 @@ fn scale(c: &mut Criterion) {
         held_burst(&host, &engine).await.print("second burst");
         held_burst(&host, &engine).await.print("third burst");
     });
+
+    // What a call costs with warm caches and with cold ones.
+    engine.slow_down(Duration::ZERO);
+    let (sequential, in_bursts, evicted) = rt.block_on(cost_per_call(&host));
+    engine.slow_down(LATENCY);
+    let micros = |time: Duration| time.as_secs_f64() * 1e6;
+    println!(
+        "CPU per call, engine answering at once: {:.1} µs one after another, {:.1} µs in \
+         bursts of {n} ({:.2}×); a call after evicting the caches: {:.1} µs (median)",
+        micros(sequential),
+        micros(in_bursts),
+        micros(in_bursts) / micros(sequential),
+        micros(evicted),
+        n = *IN_FLIGHT,
+    );
 
     // Medians and p99 of single calls and of whole bursts, alternating,
     // before criterion's estimates (100 of each: the p99 is the 99th).
