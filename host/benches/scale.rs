@@ -9,7 +9,8 @@
 //! What a call costs depends on what is in the caches, so with the engine
 //! answering at once the bench also prints the process's CPU per call for
 //! calls one after another and for bursts of 1 000, and the median of calls
-//! made one after another each after a walk over 64 MiB (every cache cold).
+//! made one after another each after a walk over 64 MiB (more than a core's
+//! own caches hold: a call that finds none of its memory there).
 //!
 //! Each call is a `get-info` on its own allocation whose component makes
 //! one `docker.version` request; the kind is registered with
@@ -128,15 +129,15 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
 
 /// CPU of the process per call, for calls one after another in one task
 /// and for bursts of [`IN_FLIGHT`] at once, the engine answering at once;
-/// and the median time of a call made after evicting the caches. Each
-/// call is on one of [`IN_FLIGHT`] allocations, as in a burst.
+/// and the median time of a call made after evicting the core's own
+/// caches. Each call is on one of [`IN_FLIGHT`] allocations, as in a burst.
 async fn cost_per_call(host: &Arc<Host>) -> (Duration, Duration, Duration) {
     const CALLS: usize = 2_000;
     let budget = Budget::from_millis(30_000).expect("budget");
     let one_by_one = |evict: bool| {
         let host = host.clone();
         tokio::spawn(async move {
-            // 64 MiB: more than any cache of this machine.
+            // 64 MiB: more than a core's own caches (this VM: 2 MiB of L2).
             let mut junk = vec![0u64; 8 << 20];
             let mut timings = common::Timings::default();
             let cpu = process_cpu_time();
@@ -230,7 +231,7 @@ fn scale(c: &mut Criterion) {
     let micros = |time: Duration| time.as_secs_f64() * 1e6;
     println!(
         "CPU per call, engine answering at once: {:.1} µs one after another, {:.1} µs in \
-         bursts of {n} ({:.2}×); a call after evicting the caches: {:.1} µs (median)",
+         bursts of {n} ({:.2}×); a call after evicting the core's caches: {:.1} µs (median)",
         micros(sequential),
         micros(in_bursts),
         micros(in_bursts) / micros(sequential),
