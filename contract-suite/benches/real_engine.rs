@@ -10,7 +10,10 @@
 //!   container's own `Config` and `HostConfig` (inspected; its two volumes
 //!   renamed, so the engine creates them as `docker run` would), the same
 //!   two bootstrap archives uploaded (the runtime's daemon exits without
-//!   its bootstrap file), and `start`.
+//!   its bootstrap file), and `start`. The direct container and its volumes
+//!   carry the bench's installation label (and no allocation's labels), so
+//!   the sweep at the start of the next run removes what an interrupted
+//!   run left.
 //!
 //! Every timed create is followed by an untimed cleanup (Kill through the
 //! node; remove the direct container and its volumes). Before criterion's
@@ -80,11 +83,21 @@ struct Fixture {
     node: ServedNode,
     engine: Engine,
     direct: Docker,
-    /// The node's container's settings, its labels cleared.
+    /// The node's container's settings, its labels replaced by the bench's
+    /// installation label.
     template: ContainerCreateBody,
     /// The archives Create uploads, as the node's container holds them:
     /// (path uploaded to, tar).
     archives: Vec<(&'static str, Vec<u8>)>,
+}
+
+/// The bench's installation label alone: what the sweep finds, and never
+/// an allocation's (that takes all four labels).
+fn installation_label() -> BTreeMap<String, String> {
+    BTreeMap::from([(
+        sandbox_host::contract::labels::INSTALLATION.to_string(),
+        INSTALLATION.to_string(),
+    )])
 }
 
 impl Fixture {
@@ -114,7 +127,7 @@ impl Fixture {
             .expect("the node's container");
         let mut config = serde_json::to_value(inspected.config.expect("config")).expect("json");
         let config = config.as_object_mut().expect("an object");
-        config.remove("Labels");
+        config.insert("Labels".into(), serde_json::json!(installation_label()));
         config.insert(
             "HostConfig".into(),
             serde_json::to_value(inspected.host_config.expect("host config")).expect("json"),
@@ -185,6 +198,11 @@ impl Fixture {
                     .entry(source.clone())
                     .or_insert_with(|| format!("{name}-{count}"));
                 *source = renamed.clone();
+                // The engine labels a volume it creates for a mount.
+                mount
+                    .volume_options
+                    .get_or_insert_with(Default::default)
+                    .labels = Some(installation_label().into_iter().collect());
             }
         }
         let start = Instant::now();
