@@ -27,9 +27,11 @@ const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
 /// calls touch (see BENCHMARKS.md, "Scale").
 const POOL_INSTANCES: u32 = 1024;
 /// Bytes of a freed linear memory slot reset in place instead of being
-/// returned to the kernel (when the kernel can scan dirty pages): a
-/// provider call dirties a few dozen pages, so 1 MiB covers it and bounds
-/// what an idle slot keeps. Measured: the trivial call 32 µs → 19.5 µs.
+/// returned to the kernel (when the kernel can scan dirty pages): only the
+/// pages a call dirtied are copied back, up to this bound, and what is past
+/// it goes back to the kernel. 1 MiB bounds what an idle slot keeps; a
+/// `get-info` with one engine request dirties about 5 pages. Measured: the
+/// trivial call 32 µs → 19.5 µs.
 const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 /// The same for tables: a component's tables are a few KiB, and
 /// returning them to the kernel cost about 8 µs per call (a TLB flush on
