@@ -75,13 +75,15 @@ pub async fn run<R>(
     store.set_hostcall_fuel(HOSTCALL_FUEL);
     // Every epoch tick the guest yields to the executor, so a guest that
     // spins cannot hold a worker thread (and the node's other requests)
-    // hostage; once the deadline has passed it is interrupted.
+    // hostage; once the deadline has passed it is interrupted. Tokio's own
+    // yield wakes the task only after its poll, so the node's connection
+    // task (`own_wakes`) yields for real instead of polling again.
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |_| {
         Ok(if Instant::now() >= deadline {
             UpdateDeadline::Interrupt
         } else {
-            UpdateDeadline::Yield(1)
+            UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
     });
     let work = async {

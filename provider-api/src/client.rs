@@ -371,13 +371,18 @@ impl NodeClient {
                     closing,
                 ))
             };
-            let mut answer = std::pin::pin!(answer);
-            tokio::select! {
-                biased;
-                answer = &mut answer => (answer, true),
-                // The connection ended; what it delivered before is read.
-                _ = driver.as_mut() => (answer.await, false),
-            }
+            // The connection and the answer wake each other; see
+            // `own_wakes` for why that must not wake the task.
+            crate::own_wakes::repoll_own_wakes(async {
+                let mut answer = std::pin::pin!(answer);
+                tokio::select! {
+                    biased;
+                    answer = &mut answer => (answer, true),
+                    // The connection ended; what it delivered before is read.
+                    _ = driver.as_mut() => (answer.await, false),
+                }
+            })
+            .await
         };
         match answer {
             Ok((received, closing)) => {

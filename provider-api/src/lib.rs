@@ -10,6 +10,8 @@
 //! - [`wire`], [`client`], [`proxy`]: the node protocol, its raw client,
 //!   and [`RemoteProvider`], a kind served by a node behind the same
 //!   interface as a kind loaded in-process by the host.
+//! - [`own_wakes`]: how the client and the node poll a connection and its
+//!   exchange in one task without the task waking itself.
 //!
 //! The contract's facts (operations, bounds, labels, reason codes) are in
 //! `oac-contract`, re-exported as [`contract`].
@@ -18,6 +20,7 @@ pub mod budget;
 pub mod client;
 pub mod declaration;
 pub mod input;
+pub mod own_wakes;
 pub mod police;
 pub mod provider;
 pub mod proxy;

@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use oac_provider_api::Budget;
+use oac_provider_api::own_wakes::repoll_own_wakes;
 use oac_provider_api::police;
 use oac_provider_api::provider::{CheckpointProvider, SandboxProvider};
 use oac_provider_api::types::{Error, Failure, Info};
@@ -535,14 +536,16 @@ async fn serve_connections<L>(
             }
             None => break,
         };
-        connections.spawn(connection(
+        // The connection, its handler and the operation it runs are polled
+        // in this one task and wake each other (see `own_wakes`).
+        connections.spawn(repoll_own_wakes(connection(
             io,
             slot,
             router.clone(),
             limits,
             tls.clone(),
             close_all.clone(),
-        ));
+        )));
     }
     drop(listener);
     close_all.cancel();
