@@ -23,8 +23,11 @@
 //! with 1 and 8 concurrent callers that prints operations per second, p50
 //! and p99 latency, this process's CPU and context switches per call, and
 //! the ratios transport / in-process; beside them, `kinds` through the node
-//! (the transport with no operation behind it: its floor), under a line
-//! saying how this machine's idle CPUs wait (halt polling). Without
+//! (the transport with no operation behind it: its floor) and `echo`, a
+//! 512-byte frame sent and echoed back over a Unix socket on the same
+//! runtime (the floor of any request/answer protocol over the node's
+//! socket), under a line saying how this machine's idle CPUs wait (halt
+//! polling). Without
 //! `--bench` (a `cargo test` smoke run) the sustained run is cut down to a
 //! few calls.
 
@@ -41,6 +44,8 @@ use sandbox_host::{Budget, Host};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
 
 /// Concurrent callers of the sustained run.
 const CALLERS: [usize; 2] = [1, 8];
@@ -105,7 +110,38 @@ struct Fixture {
     remote: Arc<RemoteProvider>,
     client: NodeClient,
     node: ServedNode,
+    echo: Echo,
     _engine: Engine,
+}
+
+/// Bytes of each `echo` frame, both ways: about a `get-info` request.
+const ECHO_FRAME: usize = 512;
+
+/// A server that echoes every frame it reads on a Unix socket.
+struct Echo {
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Echo {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = dir.path().join("echo.sock");
+        let listener = UnixListener::bind(&socket).expect("echo socket");
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut frame = [0; ECHO_FRAME];
+                    while stream.read_exact(&mut frame).await.is_ok() {
+                        if stream.write_all(&frame).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { socket, _dir: dir }
+    }
 }
 
 impl Fixture {
@@ -151,6 +187,7 @@ impl Fixture {
             remote,
             client: node.client.clone(),
             node,
+            echo: Echo::start().await,
             _engine: engine,
         }
     }
@@ -167,12 +204,22 @@ impl Fixture {
     }
 }
 
+/// The sustained run's paths, in the order of its table.
+const ROUTES: [Route; 4] = [
+    Route::InProcess,
+    Route::Transport,
+    Route::Floor,
+    Route::Echo,
+];
+
 #[derive(Clone, Copy, Debug)]
 enum Route {
     InProcess,
     Transport,
     /// `kinds` through the node: the transport with no operation behind it.
     Floor,
+    /// A frame echoed over a Unix socket: any protocol's floor.
+    Echo,
 }
 
 impl Route {
@@ -181,6 +228,7 @@ impl Route {
             Route::InProcess => "in_process",
             Route::Transport => "transport",
             Route::Floor => "kinds",
+            Route::Echo => "echo",
         }
     }
 }
@@ -236,8 +284,14 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
             let remote = fixture.remote.clone();
             let client = fixture.client.clone();
             let next = next.clone();
+            let echo = fixture.echo.socket.clone();
             tokio::spawn(async move {
                 let local = host.kind(KIND).expect("docker kind");
+                let mut echoed = match path {
+                    Route::Echo => Some(UnixStream::connect(echo).await.expect("echo server")),
+                    _ => None,
+                };
+                let mut frame = [7; ECHO_FRAME];
                 let mut latencies = Vec::with_capacity(calls / callers + 1);
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
@@ -251,6 +305,11 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
                             .await
                             .is_ok(),
                         Route::Floor => client.kinds(budget()).await.is_ok(),
+                        Route::Echo => {
+                            let stream = echoed.as_mut().expect("connected");
+                            stream.write_all(&frame).await.is_ok()
+                                && stream.read_exact(&mut frame).await.is_ok()
+                        }
                     };
                     latencies.push(start.elapsed());
                     assert!(answered, "{} answers", path.name());
@@ -297,26 +356,25 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
     );
     for callers in CALLERS {
         // Warm up both paths (pool slots, connections) before measuring.
-        for path in [Route::InProcess, Route::Transport, Route::Floor] {
+        for path in ROUTES {
             rt.block_on(sustained(fixture, path, callers, (calls / 10).max(callers)));
         }
-        let mut runs = [Run::default(), Run::default(), Run::default()];
+        let mut runs = ROUTES.map(|_| Run::default());
         for round in 0..rounds {
             // Alternate which path goes first, so neither always follows the other.
             let order = if round % 2 == 0 {
-                [Route::InProcess, Route::Transport, Route::Floor]
+                ROUTES
             } else {
-                [Route::Floor, Route::Transport, Route::InProcess]
+                let mut reversed = ROUTES;
+                reversed.reverse();
+                reversed
             };
             for path in order {
                 let run = rt.block_on(sustained(fixture, path, callers, calls));
                 runs[path as usize].absorb(run);
             }
         }
-        for (path, run) in [Route::InProcess, Route::Transport, Route::Floor]
-            .iter()
-            .zip(&mut runs)
-        {
+        for (path, run) in ROUTES.iter().zip(&mut runs) {
             run.latencies.sort_unstable();
             println!(
                 "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}  {:>10}  {:>9.1}",
@@ -328,7 +386,7 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 run.switches_per_call(),
             );
         }
-        let [local, remote, _] = &runs;
+        let [local, remote, ..] = &runs;
         let ratio = |q| remote.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
         println!(
             "{callers:>7}  transport/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
