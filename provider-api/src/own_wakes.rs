@@ -111,6 +111,21 @@ mod tests {
         }
     }
 
+    /// A task polled by hand, counting the wakes it receives.
+    #[derive(Default)]
+    struct Task(Arc<CountingWaker>);
+
+    impl Task {
+        fn poll<F: Future>(&self, future: Pin<&mut F>) -> Poll<F::Output> {
+            let waker = Waker::from(self.0.clone());
+            future.poll(&mut Context::from_waker(&waker))
+        }
+
+        fn wakes(&self) -> usize {
+            self.0.0.load(Ordering::SeqCst)
+        }
+    }
+
     /// Wakes itself during its first `rounds` polls, then is ready.
     struct WakesItself {
         rounds: usize,
@@ -132,42 +147,36 @@ mod tests {
 
     #[test]
     fn a_future_that_wakes_itself_is_polled_again_without_waking_the_task() {
-        let task = Arc::new(CountingWaker::default());
-        let waker = Waker::from(task.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(repoll_own_wakes(WakesItself {
+        let task = Task::default();
+        let future = std::pin::pin!(repoll_own_wakes(WakesItself {
             rounds: 3,
             polls: 0
         }));
-        assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(4));
-        assert_eq!(task.0.load(Ordering::SeqCst), 0);
+        assert_eq!(task.poll(future), Poll::Ready(4));
+        assert_eq!(task.wakes(), 0);
     }
 
     #[test]
     fn a_future_that_keeps_waking_itself_yields_and_wakes_the_task() {
-        let task = Arc::new(CountingWaker::default());
-        let waker = Waker::from(task.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(repoll_own_wakes(WakesItself {
+        let task = Task::default();
+        let future = std::pin::pin!(repoll_own_wakes(WakesItself {
             rounds: usize::MAX,
             polls: 0
         }));
-        assert!(future.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert!(task.poll(future).is_pending());
+        assert_eq!(task.wakes(), 1);
     }
 
     #[test]
     fn a_wake_from_elsewhere_reaches_the_task() {
-        let task = Arc::new(CountingWaker::default());
-        let waker = Waker::from(task.clone());
-        let mut cx = Context::from_waker(&waker);
+        let task = Task::default();
         let (send, receive) = tokio::sync::oneshot::channel();
         let mut future = std::pin::pin!(repoll_own_wakes(receive));
-        assert!(future.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(task.0.load(Ordering::SeqCst), 0);
+        assert!(task.poll(future.as_mut()).is_pending());
+        assert_eq!(task.wakes(), 0);
         send.send(7).expect("the receiver waits");
-        assert_eq!(task.0.load(Ordering::SeqCst), 1);
-        assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(Ok(7)));
+        assert_eq!(task.wakes(), 1);
+        assert_eq!(task.poll(future), Poll::Ready(Ok(7)));
     }
 
     /// Tokio's yield wakes the task after its poll: the task yields to the
