@@ -355,13 +355,13 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches"
     );
     for callers in CALLERS {
-        // Warm up both paths (pool slots, connections) before measuring.
+        // Warm up every path (pool slots, connections) before measuring.
         for path in ROUTES {
             rt.block_on(sustained(fixture, path, callers, (calls / 10).max(callers)));
         }
         let mut runs = ROUTES.map(|_| Run::default());
         for round in 0..rounds {
-            // Alternate which path goes first, so neither always follows the other.
+            // Alternate the order, so no path always follows the same one.
             let order = if round % 2 == 0 {
                 ROUTES
             } else {
