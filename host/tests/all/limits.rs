@@ -8,6 +8,11 @@ use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 fn reference() -> Reference {
@@ -168,6 +173,59 @@ async fn a_spinning_guest_yields_its_thread() {
     assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
     let first = order.recv().await;
     assert_eq!(first, Some("quiet"), "the quiet call waited for the loop");
+}
+
+/// Counts the polls of the future it wraps.
+struct CountPolls<F> {
+    future: Pin<Box<F>>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl<F: Future> Future for CountPolls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        self.future.as_mut().poll(cx)
+    }
+}
+
+/// Where the node runs a call (a connection's task under `own_wakes`,
+/// which polls again at once a future that wakes itself), a spinning
+/// guest still gives its thread back at every epoch tick: its tick's yield
+/// must not wake the task during the poll, or `own_wakes` would take it
+/// for a wake of its own and spin the guest on for up to 8 ticks. Counted,
+/// not timed: the call's polls against the task's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_spinning_guest_yields_its_thread_under_own_wakes() {
+    use oac_provider_api::own_wakes::repoll_own_wakes;
+    let host = host().await;
+    let (call_polls, task_polls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let call = CountPolls {
+        future: Box::pin(
+            host.kind("looper")
+                .expect("a loaded kind")
+                .get_info(reference(), budget(400)),
+        ),
+        polls: call_polls.clone(),
+    };
+    let task = CountPolls {
+        future: Box::pin(repoll_own_wakes(call)),
+        polls: task_polls.clone(),
+    };
+    assert_eq!(task.await, Err(Error::ComputeUnconfirmed));
+    let (call_polls, task_polls) = (
+        call_polls.load(Ordering::Relaxed),
+        task_polls.load(Ordering::Relaxed),
+    );
+    // About 40 ticks in the budget (41 polls here); 8 are enough for the
+    // check below to tell one yield per tick from one per 8 ticks.
+    assert!(call_polls >= 8, "the guest spun through {call_polls} polls");
+    assert!(
+        call_polls <= task_polls + 2,
+        "the guest yielded {call_polls} times but its task only {task_polls}: \
+         the tick's yield woke the task during its poll"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
