@@ -1,18 +1,19 @@
-//! The raw client of the node protocol: one HTTP request per call, bounded
-//! in time by the caller's budget and in size by [`MAX_RESPONSE_BYTES`],
-//! and never retried (not even the protocol-level retries HTTP clients do
-//! by default).
+//! The raw client of the node protocol: each call one request frame on a
+//! framed session (`GET /frames`, see [`wire::frame`]), `kinds` and
+//! `health` one HTTP request each; all bounded in time by the caller's
+//! budget and in size by [`MAX_RESPONSE_BYTES`], and never retried (not
+//! even the protocol-level retries HTTP clients do by default).
 
 use crate::budget::Budget;
 use crate::wire::{
-    self, Call, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
-    REFUSALS,
+    self, Answer, Call, FRAMES_UPGRADE, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER,
+    PROTOCOL_VERSION, READ_TIMEOUT, REFUSALS, frame,
 };
 use bytes::Bytes;
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::client::conn::http1;
-use hyper::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE, HOST, HeaderValue, UPGRADE};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use serde::de::DeserializeOwned;
@@ -20,7 +21,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls;
@@ -100,9 +101,10 @@ pub enum ClientError {
     Tls(&'static str),
 }
 
-/// A connection pool to one node. Each request is written, and its
-/// answer read, by the caller's own task: the connection is driven there
-/// and not by a task of its own, so a call crosses no thread on this side.
+/// A connection pool to one node: framed sessions for calls, HTTP/1.1
+/// connections for the rest. Each request is written, and its answer read,
+/// by the caller's own task: no connection is driven by a task of its own,
+/// so a call crosses no thread on this side.
 #[derive(Clone)]
 pub struct NodeClient {
     inner: Arc<Inner>,
@@ -114,6 +116,7 @@ struct Inner {
     authority: HeaderValue,
     authorization: HeaderValue,
     idle: Mutex<Vec<Connection>>,
+    sessions: Mutex<Vec<Session>>,
 }
 
 /// How to open a connection to the node.
@@ -141,7 +144,13 @@ struct Connection {
     idle_since: Instant,
 }
 
-/// Idle connections kept for reuse, at most.
+/// A framed session: an upgraded connection carrying one call at a time.
+struct Session {
+    io: tokio::io::BufStream<TokioIo<hyper::upgrade::Upgraded>>,
+    idle_since: Instant,
+}
+
+/// Idle connections (and, apart, idle sessions) kept for reuse, at most.
 const MAX_IDLE: usize = 256;
 
 /// The TLS client of `tls`: trusts only `tls.ca_pem`, presents
@@ -196,7 +205,20 @@ fn tls_target(tls: &TlsEndpoint) -> Result<Target, ClientError> {
 impl Target {
     /// A new connection, handshaken (TLS, then HTTP/1.1).
     async fn connect(&self) -> Result<Connection, TransportError> {
-        let stream: Box<dyn Stream> = match self {
+        let (send, driver) = http1::Builder::new()
+            .handshake(TokioIo::new(self.stream().await?))
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        Ok(Connection {
+            send,
+            driver: Box::pin(driver),
+            idle_since: Instant::now(),
+        })
+    }
+
+    /// A new byte stream to the node (TLS handshaken).
+    async fn stream(&self) -> Result<Box<dyn Stream>, TransportError> {
+        Ok(match self {
             Target::Unix(path) => Box::new(
                 tokio::net::UnixStream::connect(path)
                     .await
@@ -213,15 +235,6 @@ impl Target {
                     .await
                     .map_err(|_| TransportError::Lost)?,
             ),
-        };
-        let (send, driver) = http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| TransportError::Lost)?;
-        Ok(Connection {
-            send,
-            driver: Box::pin(driver),
-            idle_since: Instant::now(),
         })
     }
 }
@@ -266,6 +279,7 @@ impl NodeClient {
                 authority,
                 authorization,
                 idle: Mutex::new(Vec::new()),
+                sessions: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -285,8 +299,135 @@ impl NodeClient {
             call,
         };
         let body = serde_json::to_vec(&request).map_err(|_| TransportError::BadFrame)?;
-        self.exchange(Method::POST, "/call", body, deadline, false)
+        let request = frame::request(&body);
+        let exchange = async {
+            let mut session = self.session().await?;
+            // A session that failed mid-call is out of step: it is dropped.
+            let (answer, last) = Self::framed(&mut session, &request).await?;
+            if !last {
+                session.idle_since = Instant::now();
+                let mut idle = self
+                    .inner
+                    .sessions
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if idle.len() < MAX_IDLE {
+                    idle.push(session);
+                }
+            }
+            match answer {
+                Answer::Outcome(outcome) => Ok(outcome),
+                Answer::Refused(code) => Err(refusal_of(&code)),
+            }
+        };
+        tokio::time::timeout_at(deadline, exchange)
             .await
+            .map_err(|_| TransportError::Expired)?
+    }
+
+    /// An idle session the node is not closing (used recently enough that
+    /// it is not closing it as idle, and with nothing, not even its close,
+    /// arrived since its last answer), or a new one.
+    async fn session(&self) -> Result<Session, TransportError> {
+        loop {
+            let idle = self
+                .inner
+                .sessions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
+            let Some(mut session) = idle else {
+                return self.open_session().await;
+            };
+            let fresh = session.idle_since.elapsed() < READ_TIMEOUT / 2;
+            if fresh && session.io.fill_buf().now_or_never().is_none() {
+                return Ok(session);
+            }
+        }
+    }
+
+    /// Opens a connection and upgrades it to a framed session.
+    async fn open_session(&self) -> Result<Session, TransportError> {
+        let stream = self.inner.target.stream().await?;
+        let (mut send, driver) = http1::Builder::new()
+            .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        let mut request = self.request(Method::GET, "/frames", Vec::new())?;
+        request
+            .headers_mut()
+            .insert(UPGRADE, HeaderValue::from_static(FRAMES_UPGRADE));
+        request
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        let upgraded = async {
+            let response = send
+                .send_request(request)
+                .await
+                .map_err(|_| TransportError::Lost)?;
+            let stamped = response
+                .headers()
+                .get(PROTOCOL_HEADER)
+                .is_some_and(|value| value.as_bytes() == PROTOCOL_VERSION.as_bytes());
+            if !stamped {
+                return Err(TransportError::BadFrame);
+            }
+            if response.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
+                let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+                    .collect()
+                    .await
+                    .map_err(|_| TransportError::Lost)?
+                    .to_bytes();
+                let refusal = serde_json::from_slice::<wire::Refusal>(&body)
+                    .map_err(|_| TransportError::BadFrame)?;
+                return Err(refusal_of(&refusal.refused));
+            }
+            hyper::upgrade::on(response)
+                .await
+                .map_err(|_| TransportError::Lost)
+        };
+        let mut driver = driver.with_upgrades();
+        let upgraded = crate::own_wakes::repoll_own_wakes(async {
+            let mut upgraded = std::pin::pin!(upgraded);
+            tokio::select! {
+                biased;
+                upgraded = &mut upgraded => upgraded,
+                // The connection handed its bytes over, or ended.
+                _ = &mut driver => upgraded.await,
+            }
+        })
+        .await?;
+        Ok(Session {
+            io: tokio::io::BufStream::new(TokioIo::new(upgraded)),
+            idle_since: Instant::now(),
+        })
+    }
+
+    /// Writes one request frame on `session` and reads its answer frame:
+    /// the answer, and whether the node ends the session after it.
+    async fn framed(
+        session: &mut Session,
+        request: &[u8],
+    ) -> Result<(Answer, bool), TransportError> {
+        let io = &mut session.io;
+        io.write_all(request)
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        io.flush().await.map_err(|_| TransportError::Lost)?;
+        let mut prefix = [0; frame::PREFIX];
+        io.read_exact(&mut prefix)
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        let (length, last) = frame::answer_prefix(prefix);
+        if length > frame::MAX_ANSWER_BYTES {
+            return Err(TransportError::BadFrame);
+        }
+        let mut body = vec![0; length];
+        io.read_exact(&mut body)
+            .await
+            .map_err(|_| TransportError::Lost)?;
+        let answer = serde_json::from_slice(&body).map_err(|_| TransportError::BadFrame)?;
+        Ok((answer, last))
     }
 
     /// The served kinds and their declarations.
@@ -394,6 +535,24 @@ impl NodeClient {
         }
     }
 
+    /// A request of this protocol: version, token, host.
+    fn request(
+        &self,
+        method: Method,
+        path: &'static str,
+        body: Vec<u8>,
+    ) -> Result<Request<Full<Bytes>>, TransportError> {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header(HOST, self.inner.authority.clone())
+            .header(PROTOCOL_HEADER, PROTOCOL_VERSION)
+            .header(AUTHORIZATION, self.inner.authorization.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|_| TransportError::BadFrame)
+    }
+
     /// Sends one request and decodes its answer, all before `deadline`.
     /// `unready_answers`: a 503 that is not a refusal is an answer too.
     async fn exchange<T: DeserializeOwned>(
@@ -404,15 +563,7 @@ impl NodeClient {
         deadline: Instant,
         unready_answers: bool,
     ) -> Result<T, TransportError> {
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(HOST, self.inner.authority.clone())
-            .header(PROTOCOL_HEADER, PROTOCOL_VERSION)
-            .header(AUTHORIZATION, self.inner.authorization.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|_| TransportError::BadFrame)?;
+        let request = self.request(method, path, body)?;
         let exchange = async {
             let connection = self.connection().await?;
             let (received, reusable) = Self::send(connection, request).await;
@@ -444,14 +595,19 @@ impl NodeClient {
                 }
                 Err(_) => return Err(TransportError::BadFrame),
             };
-            let code = REFUSALS
-                .into_iter()
-                .find(|code| *code == refusal.refused)
-                .ok_or(TransportError::BadFrame)?;
-            Err(TransportError::Refused(code))
+            Err(refusal_of(&refusal.refused))
         };
         tokio::time::timeout_at(deadline, exchange)
             .await
             .map_err(|_| TransportError::Expired)?
     }
+}
+
+/// The refusal a node answered with `code`; a code outside [`REFUSALS`]
+/// is not an answer of this protocol.
+fn refusal_of(code: &str) -> TransportError {
+    REFUSALS
+        .into_iter()
+        .find(|known| *known == code)
+        .map_or(TransportError::BadFrame, TransportError::Refused)
 }

@@ -4,12 +4,17 @@
 //! [`crate::types`], unchanged. Decoding is strict.
 //!
 //! The protocol is HTTP/1.1 on a Unix socket or TCP. Every request and
-//! answer carries `oac-protocol: oac-node/2` (matched exactly, no fallback)
+//! answer carries `oac-protocol: oac-node/3` (matched exactly, no fallback)
 //! and every request `authorization: Bearer <token>` (compared in constant
 //! time). Endpoints:
 //!
 //! - `POST /call` — a [`Request`]; answers HTTP 200 with an [`Outcome`]
 //!   whenever the operation was attempted.
+//! - `GET /frames` with `upgrade: oac-frames` — answers 101 and turns the
+//!   connection into a framed session: calls one after another, each a
+//!   [`Request`] frame answered by an [`Answer`] frame (see [`frame`]), with
+//!   no HTTP per call. What a call may be and what it answers are those of
+//!   `POST /call`.
 //! - `GET /kinds` — the served kinds' declarations ([`Kinds`]).
 //! - `GET /health` — readiness from each kind's probe ([`Health`]); HTTP 200
 //!   when ready, 503 otherwise.
@@ -29,7 +34,7 @@ use serde::{Deserialize, Serialize};
 /// The header naming the protocol version on every request and answer.
 pub const PROTOCOL_HEADER: &str = "oac-protocol";
 /// The one protocol version this build speaks.
-pub const PROTOCOL_VERSION: &str = "oac-node/2";
+pub const PROTOCOL_VERSION: &str = "oac-node/3";
 /// Largest request body: 50 MiB + 32 bytes of stdin as base64, plus room
 /// for the envelope.
 pub const MAX_REQUEST_BYTES: usize = 72 << 20;
@@ -39,6 +44,68 @@ pub const MAX_RESPONSE_BYTES: usize = 4 << 20;
 /// keeps an idle connection open) and then for its body: a stalled client
 /// must hold neither a connection, an in-flight slot nor shutdown for long.
 pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The `upgrade` token that asks `GET /frames` for a framed session.
+pub const FRAMES_UPGRADE: &str = "oac-frames";
+
+/// Frames of a session: a 4-byte big-endian prefix, then that many bytes
+/// of JSON. A request frame holds a [`Request`] (at most
+/// [`MAX_REQUEST_BYTES`]); an answer frame holds an [`Answer`] (at most
+/// [`frame::MAX_ANSWER_BYTES`]), and the prefix's top bit
+/// ([`frame::LAST`]) says the node ends the session after it.
+pub mod frame {
+    /// Bytes of a frame's length prefix.
+    pub const PREFIX: usize = 4;
+    /// In an answer's prefix: the session's last answer. The length is the
+    /// other 31 bits.
+    pub const LAST: u32 = 1 << 31;
+    /// Largest answer frame: an outcome of [`super::MAX_RESPONSE_BYTES`]
+    /// and its envelope.
+    pub const MAX_ANSWER_BYTES: usize = super::MAX_RESPONSE_BYTES + 16;
+
+    /// Splits an answer's prefix into its length and whether it is the
+    /// session's last.
+    pub fn answer_prefix(prefix: [u8; PREFIX]) -> (usize, bool) {
+        let word = u32::from_be_bytes(prefix);
+        ((word & !LAST) as usize, word & LAST != 0)
+    }
+
+    /// An answer frame around `outcome`, the JSON of an
+    /// [`super::Outcome`] (already bounded by the node): `{"outcome":…}`.
+    pub fn answer_outcome(outcome: &[u8], last: bool) -> Vec<u8> {
+        let mut frame = Vec::with_capacity(PREFIX + outcome.len() + 12);
+        frame.extend_from_slice(&[0; PREFIX]);
+        frame.extend_from_slice(b"{\"outcome\":");
+        frame.extend_from_slice(outcome);
+        frame.push(b'}');
+        seal(frame, last)
+    }
+
+    /// An answer frame refusing a request with `code`:
+    /// `{"refused":"code"}`.
+    pub fn answer_refused(code: &str, last: bool) -> Vec<u8> {
+        let mut frame = vec![0; PREFIX];
+        // A code is one of the fixed ASCII words of `REFUSALS`.
+        frame.extend_from_slice(format!("{{\"refused\":\"{code}\"}}").as_bytes());
+        seal(frame, last)
+    }
+
+    /// A request frame around `request`, the JSON of a [`super::Request`].
+    pub fn request(request: &[u8]) -> Vec<u8> {
+        let mut frame = Vec::with_capacity(PREFIX + request.len());
+        frame.extend_from_slice(&(request.len() as u32).to_be_bytes());
+        frame.extend_from_slice(request);
+        frame
+    }
+
+    /// Writes the length of what follows the prefix, and the last flag.
+    fn seal(mut frame: Vec<u8>, last: bool) -> Vec<u8> {
+        let length = (frame.len() - PREFIX) as u32;
+        let word = if last { length | LAST } else { length };
+        frame[..PREFIX].copy_from_slice(&word.to_be_bytes());
+        frame
+    }
+}
 
 /// The codes a node refuses a request with (nothing was executed).
 pub const REFUSALS: [&str; 7] = [
@@ -249,6 +316,17 @@ pub enum Outcome {
     },
 }
 
+/// One answer frame of a framed session: the call's outcome, or the code
+/// it was refused with (one of [`REFUSALS`]; nothing was executed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Answer {
+    /// The operation was attempted: its outcome, as `POST /call` answers it.
+    Outcome(Outcome),
+    /// The request was refused before anything ran.
+    Refused(String),
+}
+
 /// The body of every refused request (HTTP 4xx/5xx): nothing was executed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -367,5 +445,32 @@ mod tests {
             serde_json::to_string(&ok).expect("json"),
             r#"{"ok":"done"}"#
         );
+    }
+
+    /// The frames the node builds by hand decode as the [`Answer`]s they
+    /// stand for, with their length and last flag in the prefix.
+    #[test]
+    fn answer_frames_are_answers() {
+        let outcome = Outcome::Error {
+            error: Error::NotFound,
+            info: None,
+        };
+        let json = serde_json::to_vec(&outcome).expect("json");
+        for last in [false, true] {
+            let built = frame::answer_outcome(&json, last);
+            let (length, flagged) = frame::answer_prefix(built[..4].try_into().expect("prefix"));
+            assert_eq!((length, flagged), (built.len() - frame::PREFIX, last));
+            let decoded: Answer = serde_json::from_slice(&built[4..]).expect("answer");
+            assert_eq!(decoded, Answer::Outcome(outcome.clone()));
+            let refused = frame::answer_refused("busy", last);
+            assert_eq!(
+                frame::answer_prefix(refused[..4].try_into().expect("prefix")).1,
+                last
+            );
+            let decoded: Answer = serde_json::from_slice(&refused[4..]).expect("refusal");
+            assert_eq!(decoded, Answer::Refused("busy".into()));
+        }
+        let request = frame::request(b"{}");
+        assert_eq!(request, b"\0\0\0\x02{}");
     }
 }

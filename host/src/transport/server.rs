@@ -8,7 +8,7 @@ use super::connection::{Activity, Admission, ConnectionLimits, Guarded, Slot, Sl
 use super::tls::{self, TlsError};
 use super::wire::{
     self, Call, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    Refusal, Value,
+    Refusal, Value, frame,
 };
 use crate::declaration::Decision;
 use crate::host::Host;
@@ -30,7 +30,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -257,12 +257,18 @@ impl Node {
         self
     }
 
-    /// The HTTP service; every path and method goes through one handler so
-    /// that every answer, refusals included, has the protocol's shape.
-    pub fn router(self) -> axum::Router {
-        axum::Router::new()
-            .fallback(handle)
-            .with_state(Arc::new(self))
+    /// What each connection serves: the HTTP service, where every path and
+    /// method goes through one handler so that every answer, refusals
+    /// included, has the protocol's shape; and the node for the framed
+    /// sessions connections upgrade to.
+    fn served(self) -> Served {
+        let node = Arc::new(self);
+        Served {
+            router: axum::Router::new()
+                .fallback(handle)
+                .with_state(node.clone()),
+            node,
+        }
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in
@@ -280,9 +286,9 @@ impl Node {
         if let Some(per_peer) = listen.max_connections_per_peer {
             limits.per_peer = per_peer;
         }
-        let router = self.router();
         let served =
-            Self::listen_and_serve(router, limits, operations.clone(), listen, shutdown).await;
+            Self::listen_and_serve(self.served(), limits, operations.clone(), listen, shutdown)
+                .await;
         // Operations whose caller left still run to their end.
         operations.close();
         operations.wait().await;
@@ -290,7 +296,7 @@ impl Node {
     }
 
     async fn listen_and_serve(
-        router: axum::Router,
+        served: Served,
         limits: ConnectionLimits,
         operations: TaskTracker,
         listen: &Listen,
@@ -313,7 +319,7 @@ impl Node {
                 let listener = tokio::net::UnixListener::bind(path)
                     .map_err(|e| ServeError::Bind(shown.clone(), e))?;
                 tracing::info!(socket = %shown, "serving");
-                serve_connections(listener, router, limits, None, operations, shutdown).await;
+                serve_connections(listener, served, limits, None, operations, shutdown).await;
                 let _ = std::fs::remove_file(path);
                 Ok(())
             }
@@ -336,7 +342,7 @@ impl Node {
                          tokens and calls cross the network unencrypted"
                     );
                 }
-                serve_connections(listener, router, limits, tls, operations, shutdown).await;
+                serve_connections(listener, served, limits, tls, operations, shutdown).await;
                 Ok(())
             }
             (None, None) => Err(ServeError::Bind(
@@ -396,12 +402,7 @@ impl Node {
     /// `permit` is this request's in-flight slot and its share of the body
     /// budget; they go with the operation, which keeps them until it ends
     /// even if the caller leaves.
-    async fn call(
-        &self,
-        body: Body,
-        received: Instant,
-        permit: (OwnedSemaphorePermit, OwnedSemaphorePermit),
-    ) -> Response {
+    async fn call(&self, body: Body, received: Instant, permit: Permit) -> Response {
         let read = Limited::new(body, MAX_REQUEST_BYTES).collect();
         let bytes = match tokio::time::timeout(self.limits.read_timeout, read).await {
             Ok(Ok(collected)) => collected.to_bytes(),
@@ -411,11 +412,26 @@ impl Node {
             Ok(Err(_)) => return refuse(Refused::Invalid),
             Err(_) => return refuse(Refused::TooSlow),
         };
-        let Ok(request) = serde_json::from_slice::<wire::Request>(&bytes) else {
-            return refuse(Refused::Invalid);
+        match self.run(&bytes, received, permit).await {
+            Ok(outcome) => stamped(StatusCode::OK, outcome),
+            Err(refused) => refuse(refused),
+        }
+    }
+
+    /// Decodes one request and runs it (see [`Node::call`] for `permit`):
+    /// the JSON of its outcome, at most [`MAX_RESPONSE_BYTES`], or why it
+    /// was refused. Both `POST /call` and framed sessions answer with it.
+    async fn run(
+        &self,
+        bytes: &[u8],
+        received: Instant,
+        permit: Permit,
+    ) -> Result<Vec<u8>, Refused> {
+        let Ok(request) = serde_json::from_slice::<wire::Request>(bytes) else {
+            return Err(Refused::Invalid);
         };
         let Ok(budget) = Budget::from_millis(request.timeout_ms) else {
-            return refuse(Refused::Invalid);
+            return Err(Refused::Invalid);
         };
         let operation = request.call.operation();
         let unknown = police::unknown(operation);
@@ -448,13 +464,18 @@ impl Node {
         };
         // An answer too large for the client to accept would be lost on
         // the way: it is unknown here already.
-        let (outcome, body) = match serde_json::to_vec(&outcome) {
-            Ok(body) if body.len() <= MAX_RESPONSE_BYTES => (outcome, Some(body)),
-            _ => (error(unknown), None),
-        };
-        let code = match &outcome {
-            Outcome::Ok(_) => "ok",
-            Outcome::Error { error, .. } => error.code(),
+        let (code, body) = match serde_json::to_vec(&outcome) {
+            Ok(body) if body.len() <= MAX_RESPONSE_BYTES => {
+                let code = match &outcome {
+                    Outcome::Ok(_) => "ok",
+                    Outcome::Error { error, .. } => error.code(),
+                };
+                (code, body)
+            }
+            _ => (
+                unknown.code(),
+                serde_json::to_vec(&error(unknown.clone())).map_err(|_| Refused::Invalid)?,
+            ),
         };
         tracing::info!(
             operation = operation.name(),
@@ -462,12 +483,104 @@ impl Node {
             elapsed_ms = received.elapsed().as_millis() as u64,
             "call"
         );
-        match body {
-            Some(body) => stamped(StatusCode::OK, body),
-            None => answer(StatusCode::OK, &outcome),
+        Ok(body)
+    }
+
+    /// A framed session on an upgraded connection (see [`wire::frame`]):
+    /// one request frame after another, each read, run and answered like
+    /// `POST /call`, until the client closes it, a frame breaks the rules
+    /// that keep the stream in step (too large, too slow), the connection
+    /// retires or the node shuts down (both after the answer in progress).
+    async fn frames<IO>(&self, io: IO, activity: &Arc<Activity>, close_all: &CancellationToken)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        let mut io = tokio::io::BufStream::new(io);
+        loop {
+            if close_all.is_cancelled() || activity.is_retiring() {
+                return;
+            }
+            let mut prefix = [0; frame::PREFIX];
+            // A session waits for its next frame as long as an idle
+            // connection waits for its next head.
+            let next = tokio::time::timeout(self.limits.read_timeout, io.read_exact(&mut prefix));
+            tokio::select! {
+                read = next => if !matches!(read, Ok(Ok(_))) { return },
+                () = close_all.cancelled() => return,
+            }
+            let received = Instant::now();
+            let _running = activity.running();
+            let length = u32::from_be_bytes(prefix) as usize;
+            let answer = if length > MAX_REQUEST_BYTES {
+                // Its body is not read: the stream is out of step.
+                Err((Refused::TooLarge, true))
+            } else {
+                self.framed_call(&mut io, length, received).await
+            };
+            let mut last = close_all.is_cancelled() || activity.is_retiring();
+            let frame = match answer {
+                Ok(outcome) => frame::answer_outcome(&outcome, last),
+                Err((refused, ends)) => {
+                    last |= ends;
+                    frame::answer_refused(refused.code(), last)
+                }
+            };
+            if io.write_all(&frame).await.is_err() || io.flush().await.is_err() || last {
+                return;
+            }
         }
     }
+
+    /// Reads one request frame's `length` bytes of body and runs it: the
+    /// outcome's JSON, or the refusal and whether the session must end.
+    async fn framed_call<IO>(
+        &self,
+        io: &mut IO,
+        length: usize,
+        received: Instant,
+    ) -> Result<Vec<u8>, (Refused, bool)>
+    where
+        IO: AsyncRead + Unpin,
+    {
+        let permit = self.in_flight.clone().try_acquire_owned().ok().zip(
+            u32::try_from(length)
+                .ok()
+                .and_then(|share| self.bodies.clone().try_acquire_many_owned(share).ok()),
+        );
+        let timeout = self.limits.read_timeout;
+        let Some(permit) = permit else {
+            // Busy: the body is skipped, so the next frame is in step.
+            let (mut rest, mut sink) = ((&mut *io).take(length as u64), tokio::io::sink());
+            let skipped = tokio::io::copy(&mut rest, &mut sink);
+            return match tokio::time::timeout(timeout, skipped).await {
+                Ok(Ok(skipped)) if skipped == length as u64 => Err((Refused::Busy, false)),
+                _ => Err((Refused::TooSlow, true)),
+            };
+        };
+        let mut body = vec![0; length];
+        match tokio::time::timeout(timeout, io.read_exact(&mut body)).await {
+            Ok(Ok(_)) => {}
+            _ => return Err((Refused::TooSlow, true)),
+        }
+        self.run(&body, received, permit)
+            .await
+            .map_err(|refused| (refused, false))
+    }
 }
+
+/// What every connection serves (see [`Node::served`]).
+#[derive(Clone)]
+struct Served {
+    router: axum::Router,
+    node: Arc<Node>,
+}
+
+/// A request's in-flight slot and its share of the body budget.
+type Permit = (OwnedSemaphorePermit, OwnedSemaphorePermit);
+
+/// Where the handler of a `GET /frames` leaves the connection's upgrade for
+/// [`http`], which serves the session once the 101 is written.
+type SessionHandOver = Arc<std::sync::Mutex<Option<hyper::upgrade::OnUpgrade>>>;
 
 /// Where a connection comes from: a TCP peer's address (IPv4-mapped IPv6
 /// counted as IPv4), nothing for a Unix socket.
@@ -493,7 +606,7 @@ impl PeerAddress for tokio::net::unix::SocketAddr {
 /// drops whatever connection is still open `shutdown_grace` after them.
 async fn serve_connections<L>(
     mut listener: L,
-    router: axum::Router,
+    served: Served,
     limits: ConnectionLimits,
     tls: Option<TlsAcceptor>,
     operations: TaskTracker,
@@ -541,7 +654,7 @@ async fn serve_connections<L>(
         connections.spawn(repoll_own_wakes(connection(
             io,
             slot,
-            router.clone(),
+            served.clone(),
             limits,
             tls.clone(),
             close_all.clone(),
@@ -569,7 +682,7 @@ async fn serve_connections<L>(
 async fn connection<IO>(
     io: IO,
     slot: Slot,
-    router: axum::Router,
+    served: Served,
     limits: ConnectionLimits,
     tls: Option<TlsAcceptor>,
     close_all: CancellationToken,
@@ -585,10 +698,10 @@ async fn connection<IO>(
                 if let Ok(Ok(stream)) =
                     tokio::time::timeout(limits.read_timeout, acceptor.accept(io)).await
                 {
-                    http(stream, activity, router, limits, close_all).await;
+                    http(stream, activity, served, limits, close_all).await;
                 }
             }
-            None => http(io, activity, router, limits, close_all).await,
+            None => http(io, activity, served, limits, close_all).await,
         }
     };
     tokio::select! {
@@ -602,23 +715,30 @@ async fn connection<IO>(
 /// HTTP/1.1 on one connection: every request carries the connection's
 /// [`Activity`] to the handler (which marks it authenticated) and is
 /// counted as running while it is handled; past `max_lifetime` an answer
-/// ends the connection; on shutdown the request in progress is finished.
+/// ends the connection; on shutdown the request in progress is finished. A
+/// `GET /frames` the handler accepted turns the rest of the connection into
+/// a framed session, under the same lifetime and shutdown.
 async fn http<IO>(
     io: IO,
     activity: Arc<Activity>,
-    router: axum::Router,
+    served: Served,
     limits: ConnectionLimits,
     close_all: CancellationToken,
 ) where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let marked = activity.clone();
+    let hand_over = SessionHandOver::default();
+    let handed = hand_over.clone();
+    let router = served.router;
     let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
         let router = router.clone();
         let activity = marked.clone();
+        let hand_over = handed.clone();
         async move {
             let _running = activity.running();
             request.extensions_mut().insert(activity.clone());
+            request.extensions_mut().insert(hand_over);
             let Ok(mut response) = router.oneshot(request).await;
             if activity.is_retiring() {
                 response
@@ -631,20 +751,42 @@ async fn http<IO>(
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.read_timeout)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .with_upgrades();
     let mut connection = std::pin::pin!(connection);
     let lifetime = tokio::time::sleep(limits.max_lifetime);
     let mut lifetime = std::pin::pin!(lifetime);
     let (mut closing, mut retired) = (false, false);
-    loop {
+    let upgrade = loop {
         tokio::select! {
             // A connection that fails (a client gone, a head too slow, a
-            // stall) has nothing to report beyond its own end.
-            _ = connection.as_mut() => return,
+            // stall) has nothing to report beyond its own end; one that
+            // ends well may have been upgraded.
+            ended = connection.as_mut() => match ended {
+                Ok(()) => break hand_over.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take(),
+                Err(_) => return,
+            },
             () = close_all.cancelled(), if !closing => {
                 closing = true;
                 connection.as_mut().graceful_shutdown();
             }
+            () = &mut lifetime, if !retired => {
+                retired = true;
+                activity.retire();
+            }
+        }
+    };
+    let Some(upgrade) = upgrade else { return };
+    let Ok(upgraded) = upgrade.await else { return };
+    let session = served.node.frames(
+        hyper_util::rt::TokioIo::new(upgraded),
+        &activity,
+        &close_all,
+    );
+    let mut session = std::pin::pin!(session);
+    loop {
+        tokio::select! {
+            () = session.as_mut() => return,
             () = &mut lifetime, if !retired => {
                 retired = true;
                 activity.retire();
@@ -681,6 +823,9 @@ async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
         activity.authenticate();
     }
     let route = (parts.method.clone(), parts.uri.path());
+    if route == (Method::GET, "/frames") {
+        return upgrade_to_frames(parts);
+    }
     if !matches!(
         route,
         (Method::POST, "/call") | (Method::GET, "/kinds") | (Method::GET, "/health")
@@ -711,4 +856,33 @@ async fn handle(State(node): State<Arc<Node>>, request: Request) -> Response {
         "/kinds" => answer(StatusCode::OK, &node.kinds()),
         _ => node.health().await,
     }
+}
+
+/// Accepts an authenticated `GET /frames` that asks for `upgrade:
+/// oac-frames` on a connection [`http`] serves: its upgrade goes to the
+/// connection, which serves the session once this 101 is written.
+fn upgrade_to_frames(mut parts: axum::http::request::Parts) -> Response {
+    let asks = parts.headers.get(header::UPGRADE).is_some_and(|value| {
+        value
+            .as_bytes()
+            .eq_ignore_ascii_case(wire::FRAMES_UPGRADE.as_bytes())
+    });
+    let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
+    let (true, Some(upgrade), Some(hand_over)) =
+        (asks, upgrade, parts.extensions.get::<SessionHandOver>())
+    else {
+        return refuse(Refused::Invalid);
+    };
+    *hand_over
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(upgrade);
+    let mut response = stamped(StatusCode::SWITCHING_PROTOCOLS, Vec::new());
+    let headers = response.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    headers.insert(
+        header::UPGRADE,
+        HeaderValue::from_static(wire::FRAMES_UPGRADE),
+    );
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    response
 }

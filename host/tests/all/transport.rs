@@ -634,10 +634,10 @@ async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     let provider = RemoteProvider::connect(client, "probe", budget(5_000))
         .await
         .expect("proxy");
-    lossy.lose_response_of("POST", "/call");
+    lossy.lose_response_of("FRAME", "create");
     let created = provider.create(bootstrap("a"), budget(5_000)).await;
     assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
-    lossy.lose_response_of("POST", "/call");
+    lossy.lose_response_of("FRAME", "run_command");
     let ran = provider
         .run_command(
             reference("a"),
@@ -652,9 +652,17 @@ async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     assert_eq!(ran, Err(Error::CommandUnconfirmed));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        lossy.count("POST", "/call"),
-        2,
+        (
+            lossy.count("FRAME", "create"),
+            lossy.count("FRAME", "run_command")
+        ),
+        (1, 1),
         "each call was sent exactly once"
+    );
+    assert_eq!(
+        lossy.count("GET", "/frames"),
+        2,
+        "a session that lost an answer is not used again"
     );
     assert_eq!(
         node.engine.recorded().len(),
@@ -952,29 +960,29 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         )]),
     })
     .expect("json");
-    // Answers /kinds properly; each operation gets one kind of bad answer,
-    // except observe, the control, which gets a good one.
+    // Answers /kinds properly and opens framed sessions; each operation
+    // gets one kind of bad answer frame, except observe, the control, which
+    // gets a good one. Every answer is its session's last.
     let info = r#"{"reference":{"tenant_id":"tenant","environment_id":"env","allocation_id":"a"},"state":"running","provider_id":"p","bootstrap_complete":true,"create_settled":true}"#;
-    let answers: Vec<(&str, bool, String)> = vec![
-        // (operation key, stamped with the version, body)
-        ("\"get_info\"", false, format!(r#"{{"ok":{{"info":{info}}}}}"#)),
-        ("\"run_command\"", true, r#"{"ok":{"sample":"not one"}}"#.into()),
+    let answers: Vec<(&str, String)> = vec![
+        // (operation key, answer frame's body)
+        // An outcome, as `POST /call` answers it, not an answer frame.
+        ("\"get_info\"", format!(r#"{{"ok":{{"info":{info}}}}}"#)),
+        ("\"run_command\"", r#"{"outcome":{"ok":{"sample":"not one"}}}"#.into()),
         (
             "\"renew\"",
-            true,
-            r#"{"error":{"error":{"code":"unsupported","operation":"renew","reason":"x"}}}"#.into(),
+            r#"{"outcome":{"error":{"error":{"code":"unsupported","operation":"renew","reason":"x"}}}}"#.into(),
         ),
-        ("\"kill\"", true, r#"{"error":{"error":{"code":"teapot"}}}"#.into()),
+        ("\"kill\"", r#"{"outcome":{"error":{"error":{"code":"teapot"}}}}"#.into()),
         (
             "\"create\"",
-            true,
-            format!(r#"{{"ok":{{"info":{}}}}}"#, info.replace("\"p\"", &format!("\"{}\"", "p".repeat(5 << 20)))),
+            format!(r#"{{"outcome":{{"ok":{{"info":{}}}}}}}"#, info.replace("\"p\"", &format!("\"{}\"", "p".repeat(5 << 20)))),
         ),
         (
             "\"observe\"",
-            true,
-            r#"{"ok":{"sample":{"cpu_seconds":1.0,"memory_bytes":2,"memory_limit_bytes":3,"cpus":1.0}}}"#.into(),
+            r#"{"outcome":{"ok":{"sample":{"cpu_seconds":1.0,"memory_bytes":2,"memory_limit_bytes":3,"cpus":1.0}}}}"#.into(),
         ),
+        ("\"initial\"", r#"{"refused":"teapot"}"#.into()),
     ];
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -982,25 +990,31 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
             let (kinds, answers) = (kinds.clone(), answers.clone());
             tokio::spawn(async move {
                 let request = crate::node_limits::read_message(&mut stream).await;
-                let (stamped, body) = if request.starts_with("GET /kinds") {
-                    (true, kinds)
+                if request.starts_with("GET /kinds") {
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{kinds}",
+                        kinds.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
                 } else {
-                    answers
+                    assert!(request.starts_with("GET /frames"), "{request}");
+                    let upgraded = format!(
+                        "HTTP/1.1 101 Switching Protocols\r\nupgrade: oac-frames\r\nconnection: upgrade\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\r\n"
+                    );
+                    let _ = stream.write_all(upgraded.as_bytes()).await;
+                    let length = stream.read_u32().await.expect("a request frame") as usize;
+                    let mut frame = vec![0; length];
+                    stream.read_exact(&mut frame).await.expect("its body");
+                    let frame = String::from_utf8(frame).expect("JSON");
+                    let body = answers
                         .into_iter()
-                        .find(|(key, _, _)| request.contains(key))
-                        .map(|(_, stamped, body)| (stamped, body))
-                        .expect("a known operation")
-                };
-                let version = if stamped {
-                    format!("{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n")
-                } else {
-                    String::new()
-                };
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{version}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes()).await;
+                        .find(|(key, _)| frame.contains(key))
+                        .map(|(_, body)| body)
+                        .expect("a known operation");
+                    let prefix = (body.len() as u32) | wire::frame::LAST;
+                    let _ = stream.write_all(&prefix.to_be_bytes()).await;
+                    let _ = stream.write_all(body.as_bytes()).await;
+                }
                 let _ = stream.shutdown().await;
                 let mut rest = Vec::new();
                 let _ = stream.read_to_end(&mut rest).await;
@@ -1008,7 +1022,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         }
     });
     let token = token_in(dir.path());
-    let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
+    let client = NodeClient::new(&Endpoint::Unix(socket.clone()), token.expose()).expect("client");
     let provider = RemoteProvider::connect(client, "plain", budget(5_000))
         .await
         .expect("the kinds frame is fine");
@@ -1023,7 +1037,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
     assert_eq!(
         provider.get_info(reference("a"), budget(2_000)).await,
         Err(Error::ComputeUnconfirmed),
-        "a valid body without the version header"
+        "an outcome that is not an answer frame"
     );
     assert_eq!(
         provider.renew(reference("a"), budget(2_000)).await,
@@ -1039,6 +1053,13 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         provider.create(bootstrap("a"), budget(5_000)).await,
         Err(Failure::from(Error::ComputeUnconfirmed)),
         "an answer over the frame bound"
+    );
+    let raw = NodeClient::new(&Endpoint::Unix(socket.clone()), token.expose()).expect("client");
+    assert_eq!(
+        raw.call("plain", budget(2_000), Call::Initial(reference("a")))
+            .await,
+        Err(TransportError::BadFrame),
+        "a refusal code outside the fixed set"
     );
     let command = Command {
         args: vec!["true".into()],

@@ -1,13 +1,16 @@
 //! A recording proxy in front of a real Docker Engine socket, with one
 //! fault: forward a chosen request, let the engine apply it, then drop the
 //! connection instead of answering (a lost response). Upgraded connections
-//! (exec attach) are passed through.
+//! (exec attach) are passed through, except a node's framed sessions, whose
+//! frames it records and can lose the same way (see [`frames`]).
 
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use sandbox_host::transport::wire::frame;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
 /// The proxy's shared state.
@@ -52,6 +55,7 @@ async fn forward(
 ) -> Result<Response<Incoming>, LostResponse> {
     let line = format!("{} {}", request.method(), unversioned(request.uri().path()));
     state.recorded.lock().expect("lock").push(line.clone());
+    let shared = state.clone();
     let lose = {
         let mut armed = state.lose.lock().expect("lock");
         let hit = armed.as_ref().is_some_and(|(method, suffix)| {
@@ -81,15 +85,65 @@ async fn forward(
         let engine_upgrade = hyper::upgrade::on(&mut response);
         tokio::spawn(async move {
             if let (Ok(client), Ok(engine)) = (client_upgrade.await, engine_upgrade.await) {
-                let _ = tokio::io::copy_bidirectional(
-                    &mut TokioIo::new(client),
-                    &mut TokioIo::new(engine),
-                )
-                .await;
+                let (mut client, mut engine) = (TokioIo::new(client), TokioIo::new(engine));
+                if line == "GET /frames" {
+                    frames(&mut client, &mut engine, &shared).await;
+                } else {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
+                }
             }
         });
     }
     Ok(response)
+}
+
+/// One frame (its prefix and body) read from `from`; `None` at the end.
+async fn read_frame(from: &mut (impl AsyncRead + Unpin)) -> Option<(Vec<u8>, usize)> {
+    let mut frame = vec![0; frame::PREFIX];
+    from.read_exact(&mut frame).await.ok()?;
+    let (length, _) = frame::answer_prefix(frame[..].try_into().ok()?);
+    frame.resize(frame::PREFIX + length, 0);
+    from.read_exact(&mut frame[frame::PREFIX..]).await.ok()?;
+    Some((frame, length))
+}
+
+/// A node's framed session: each request frame is recorded as `FRAME
+/// <operation>` and forwarded, and its answer passed back, or dropped with
+/// the session when a loss is armed for it.
+async fn frames(
+    client: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    node: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    state: &State,
+) {
+    while let Some((request, _)) = read_frame(client).await {
+        let call: serde_json::Value =
+            serde_json::from_slice(&request[frame::PREFIX..]).unwrap_or_default();
+        let operation = call["call"]
+            .as_object()
+            .and_then(|call| call.keys().next().cloned())
+            .unwrap_or_default();
+        let line = format!("FRAME {operation}");
+        state.recorded.lock().expect("lock").push(line.clone());
+        let lose = {
+            let mut armed = state.lose.lock().expect("lock");
+            let hit = armed.as_ref().is_some_and(|(method, suffix)| {
+                line.starts_with(method.as_str()) && line.ends_with(suffix.as_str())
+            });
+            if hit {
+                armed.take();
+            }
+            hit
+        };
+        if node.write_all(&request).await.is_err() {
+            return;
+        }
+        let Some((answer, _)) = read_frame(node).await else {
+            return;
+        };
+        if lose || client.write_all(&answer).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
