@@ -25,6 +25,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod sessions;
+
 const TOKEN: &str = "transport-test-token-0123456789";
 
 /// A node serving steerable kinds on a Unix socket, with its fake engine.

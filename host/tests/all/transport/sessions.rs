@@ -1,0 +1,281 @@
+//! Framed sessions (`GET /frames`) opened by hand on a node's socket, to
+//! send what `NodeClient` never would, and a fake node to check what the
+//! client does with an answer marked last.
+
+use super::*;
+use crate::node_limits::read_message;
+use sandbox_host::transport::wire::frame;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+/// The head that asks for a session, with `token` and `upgrade`.
+fn upgrade_head(version: &str, token: Option<&str>, upgrade: bool) -> String {
+    let mut head =
+        format!("GET /frames HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {version}\r\n");
+    if let Some(token) = token {
+        head.push_str(&format!("authorization: Bearer {token}\r\n"));
+    }
+    if upgrade {
+        head.push_str("upgrade: oac-frames\r\nconnection: upgrade\r\n");
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// A session on the node's socket, its 101 read.
+async fn open(node: &Served) -> UnixStream {
+    let mut stream = UnixStream::connect(&node.socket).await.expect("connect");
+    stream
+        .write_all(upgrade_head(PROTOCOL_VERSION, Some(TOKEN), true).as_bytes())
+        .await
+        .expect("write");
+    let head = read_message(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains(&format!("{PROTOCOL_HEADER}: {PROTOCOL_VERSION}")),
+        "{head}"
+    );
+    stream
+}
+
+async fn send(stream: &mut UnixStream, body: &[u8]) {
+    stream
+        .write_all(&frame::request(body))
+        .await
+        .expect("write frame");
+}
+
+/// The next answer frame as JSON and whether it is the session's last;
+/// `None` if the node closed the session instead.
+async fn answer(stream: &mut UnixStream) -> Option<(serde_json::Value, bool)> {
+    let mut prefix = [0; frame::PREFIX];
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut prefix))
+        .await
+        .expect("the node answers or closes");
+    read.ok()?;
+    let (length, last) = frame::answer_prefix(prefix);
+    let mut body = vec![0; length];
+    stream
+        .read_exact(&mut body)
+        .await
+        .expect("the answer's body");
+    Some((serde_json::from_slice(&body).expect("JSON"), last))
+}
+
+fn get_info(kind: &str, timeout_ms: u32) -> Vec<u8> {
+    serde_json::to_vec(&get_info_body(kind, timeout_ms)).expect("JSON")
+}
+
+fn is_ok(answer: &Option<(serde_json::Value, bool)>) -> bool {
+    matches!(answer, Some((json, false)) if json["outcome"]["ok"]["info"]["state"].is_string())
+}
+
+fn refused(code: &str, last: bool) -> Option<(serde_json::Value, bool)> {
+    Some((serde_json::json!({ "refused": code }), last))
+}
+
+#[tokio::test]
+async fn a_session_runs_calls_in_turn_and_ends_only_when_out_of_step() {
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(&mut session).await));
+    send(&mut session, b"not JSON").await;
+    assert_eq!(answer(&mut session).await, refused("invalid", false));
+    send(&mut session, &get_info("plain", 0)).await;
+    assert_eq!(
+        answer(&mut session).await,
+        refused("invalid", false),
+        "a budget outside 1..=120000"
+    );
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(
+        is_ok(&answer(&mut session).await),
+        "refusals that read the whole frame keep the session in step"
+    );
+    let oversized = (MAX_REQUEST_BYTES as u32 + 1).to_be_bytes();
+    session.write_all(&oversized).await.expect("write");
+    assert_eq!(
+        answer(&mut session).await,
+        refused("too_large", true),
+        "its body is not read: the session is out of step and ends"
+    );
+    assert_eq!(
+        answer(&mut session).await,
+        None,
+        "closed after the last answer"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_is_opened_only_with_the_version_the_token_and_the_upgrade() {
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let before = node.engine.recorded().len();
+    let cases = [
+        (
+            upgrade_head("oac-node/1", Some(TOKEN), true),
+            "400",
+            "version_mismatch",
+        ),
+        (
+            upgrade_head(PROTOCOL_VERSION, None, true),
+            "401",
+            "unauthorized",
+        ),
+        (
+            upgrade_head(PROTOCOL_VERSION, Some("wrong"), true),
+            "401",
+            "unauthorized",
+        ),
+        (
+            upgrade_head(PROTOCOL_VERSION, Some(TOKEN), false),
+            "400",
+            "invalid",
+        ),
+    ];
+    for (head, status, code) in cases {
+        let mut stream = UnixStream::connect(&node.socket).await.expect("connect");
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let answer = read_message(&mut stream).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains(&format!("\"refused\":\"{code}\"")),
+            "{answer}"
+        );
+        // No session: a frame sent now (if the node has not closed the
+        // connection yet) is not an HTTP request either.
+        let _ = stream
+            .write_all(&frame::request(&get_info("plain", 5_000)))
+            .await;
+        let mut rest = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+        assert!(
+            !String::from_utf8_lossy(&rest).contains("\"ok\""),
+            "nothing ran on a refused upgrade"
+        );
+    }
+    assert_eq!(
+        node.engine.recorded().len(),
+        before,
+        "nothing reached the engine"
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_session_skips_the_frame_and_stays_in_step() {
+    let node = serve(&[("spin", steer("loop")), ("plain", steer("none"))], 1).await;
+    let client = node.client();
+    let spinning = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call("spin", budget(1_000), Call::GetInfo(reference("a")))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert_eq!(answer(&mut session).await, refused("busy", false));
+    let _ = spinning.await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(
+        is_ok(&answer(&mut session).await),
+        "the same session, in step"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn past_its_lifetime_a_session_marks_its_answer_last() {
+    let limits = ConnectionLimits {
+        max_lifetime: Duration::from_millis(200),
+        ..ConnectionLimits::default()
+    };
+    let node = serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
+        node.with_limits(limits)
+    })
+    .await;
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(&mut session).await));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    let last = answer(&mut session).await;
+    assert!(
+        matches!(&last, Some((json, true)) if json["outcome"]["ok"].is_object()),
+        "{last:?}"
+    );
+    assert_eq!(answer(&mut session).await, None);
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_an_idle_session_at_once() {
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(&mut session).await));
+    let started = Instant::now();
+    node.stop().await;
+    assert!(
+        started.elapsed() < READ_TIMEOUT / 2,
+        "an idle session does not hold shutdown for its read timeout"
+    );
+    assert_eq!(answer(&mut session).await, None);
+}
+
+/// A fake node whose every answer frame is marked last but which keeps the
+/// session open and reads nothing more: a client that sent a second frame
+/// there would wait for its answer forever.
+#[tokio::test]
+async fn the_client_never_sends_after_a_last_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("last.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+    let sessions = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let opened = sessions.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let head = read_message(&mut stream).await;
+                assert!(head.starts_with("GET /frames"), "{head}");
+                let upgraded = format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nupgrade: oac-frames\r\nconnection: upgrade\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\r\n"
+                );
+                stream.write_all(upgraded.as_bytes()).await.expect("101");
+                let length = stream.read_u32().await.expect("a frame") as usize;
+                let mut body = vec![0; length];
+                stream.read_exact(&mut body).await.expect("its body");
+                let outcome = serde_json::to_vec(&Outcome::Ok(wire::Value::Done)).expect("JSON");
+                stream
+                    .write_all(&frame::answer_outcome(&outcome, true))
+                    .await
+                    .expect("answer");
+                // Held open, never read again.
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                drop(stream);
+            });
+        }
+    });
+    let client = NodeClient::new(&Endpoint::Unix(socket), TOKEN).expect("client");
+    for _ in 0..2 {
+        let answered = client
+            .call("plain", budget(3_000), Call::GetInfo(reference("a")))
+            .await;
+        assert_eq!(answered, Ok(Outcome::Ok(wire::Value::Done)));
+    }
+    assert_eq!(
+        sessions.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the second call opened a session of its own"
+    );
+}
