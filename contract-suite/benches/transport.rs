@@ -6,12 +6,13 @@
 //!
 //! One tokio multi-thread runtime carries everything: the fake engine, the
 //! node serving the host over a Unix socket, and the callers (one worker
-//! per core, or `OAC_BENCH_WORKERS`). One host
-//! (`Arc<Host>`) answers both paths:
+//! per core, or `OAC_BENCH_WORKERS`). One host (`Arc<Host>`) answers both
+//! paths:
 //!
 //! - `in_process`: the loaded kind's `get_info` (the host's `Kind`);
-//! - `transport`: `RemoteProvider::get_info`, i.e. a JSON request over the
-//!   Unix socket to a `Node` serving that same host.
+//! - `transport`: `RemoteProvider::get_info`, i.e. a request frame on a
+//!   framed session over the Unix socket to a `Node` serving that same
+//!   host.
 //!
 //! Eight allocations are created first, so every `get-info` inspects an
 //! existing container in the fake engine and answers `running`; each
@@ -23,11 +24,10 @@
 //! with 1 and 8 concurrent callers that prints operations per second, p50
 //! and p99 latency, this process's CPU and context switches per call, and
 //! the ratios transport / in-process; beside them, `kinds` through the node
-//! (the transport with no operation behind it: its floor) and `echo`, a
-//! 512-byte frame sent and echoed back over a Unix socket on the same
-//! runtime (the floor of any request/answer protocol over the node's
-//! socket), under a line saying how this machine's idle CPUs wait (halt
-//! polling). Without
+//! (an HTTP request with no operation behind it) and `echo`, a 512-byte
+//! frame sent and echoed back over a Unix socket on the same runtime (the
+//! floor of any request/answer protocol over the node's socket), under a
+//! line saying how this machine's idle CPUs wait (halt polling). Without
 //! `--bench` (a `cargo test` smoke run) the sustained run is cut down to a
 //! few calls.
 
@@ -216,7 +216,8 @@ const ROUTES: [Route; 4] = [
 enum Route {
     InProcess,
     Transport,
-    /// `kinds` through the node: the transport with no operation behind it.
+    /// `kinds` through the node: an HTTP request with no operation behind
+    /// it.
     Floor,
     /// A frame echoed over a Unix socket: any protocol's floor.
     Echo,

@@ -73,7 +73,9 @@ impl std::fmt::Debug for TlsEndpoint {
 /// Why a request got no operation outcome.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TransportError {
-    /// The node refused the request before executing it (one of [`REFUSALS`]).
+    /// The request was refused before it was executed: by the node (one of
+    /// [`REFUSALS`]), or `too_large` by this client, which sends no frame
+    /// over [`wire::MAX_REQUEST_BYTES`].
     #[error("the node refused the request: {0}")]
     Refused(&'static str),
     /// The connection failed or was lost before a complete answer.
@@ -298,8 +300,8 @@ impl NodeClient {
             timeout_ms: budget.millis(),
             call,
         };
-        let body = serde_json::to_vec(&request).map_err(|_| TransportError::BadFrame)?;
-        let request = frame::request(&body);
+        // Nothing is sent that the node would refuse unread.
+        let request = frame::request(&request).ok_or(TransportError::Refused("too_large"))?;
         let exchange = async {
             let mut session = self.session().await?;
             // A session that failed mid-call is out of step: it is dropped.

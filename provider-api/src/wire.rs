@@ -90,12 +90,22 @@ pub mod frame {
         seal(frame, last)
     }
 
-    /// A request frame around `request`, the JSON of a [`super::Request`].
-    pub fn request(request: &[u8]) -> Vec<u8> {
-        let mut frame = Vec::with_capacity(PREFIX + request.len());
-        frame.extend_from_slice(&(request.len() as u32).to_be_bytes());
-        frame.extend_from_slice(request);
-        frame
+    /// A request frame holding `request`, its JSON written after the
+    /// prefix (no copy of a large stdin); `None` if it cannot be encoded or
+    /// is over [`super::MAX_REQUEST_BYTES`], which no node would read.
+    pub fn request(request: &super::Request) -> Option<Vec<u8>> {
+        let mut frame = vec![0; PREFIX];
+        serde_json::to_writer(&mut frame, request).ok()?;
+        (frame.len() - PREFIX <= super::MAX_REQUEST_BYTES).then(|| seal(frame, false))
+    }
+
+    /// A request frame around `body`, whatever it holds (for tests that
+    /// send what a client never would).
+    pub fn request_of(body: &[u8]) -> Vec<u8> {
+        let mut frame = Vec::with_capacity(PREFIX + body.len());
+        frame.extend_from_slice(&[0; PREFIX]);
+        frame.extend_from_slice(body);
+        seal(frame, false)
     }
 
     /// Writes the length of what follows the prefix, and the last flag.
@@ -470,7 +480,22 @@ mod tests {
             let decoded: Answer = serde_json::from_slice(&refused[4..]).expect("refusal");
             assert_eq!(decoded, Answer::Refused("busy".into()));
         }
-        let request = frame::request(b"{}");
-        assert_eq!(request, b"\0\0\0\x02{}");
+        assert_eq!(frame::request_of(b"{}"), b"\0\0\0\x02{}");
+        let request = Request {
+            kind: "k".into(),
+            timeout_ms: 5,
+            call: Call::GetInfo(Reference {
+                tenant_id: "t".into(),
+                environment_id: "e".into(),
+                allocation_id: "a".into(),
+            }),
+        };
+        let built = frame::request(&request).expect("frame");
+        let (length, last) = frame::answer_prefix(built[..4].try_into().expect("prefix"));
+        assert_eq!((length, last), (built.len() - frame::PREFIX, false));
+        assert_eq!(
+            serde_json::from_slice::<Request>(&built[4..]).expect("request"),
+            request
+        );
     }
 }

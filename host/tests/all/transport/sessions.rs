@@ -41,7 +41,7 @@ async fn open(node: &Served) -> UnixStream {
 
 async fn send(stream: &mut UnixStream, body: &[u8]) {
     stream
-        .write_all(&frame::request(body))
+        .write_all(&frame::request_of(body))
         .await
         .expect("write frame");
 }
@@ -150,7 +150,7 @@ async fn a_session_is_opened_only_with_the_version_the_token_and_the_upgrade() {
         // No session: a frame sent now (if the node has not closed the
         // connection yet) is not an HTTP request either.
         let _ = stream
-            .write_all(&frame::request(&get_info("plain", 5_000)))
+            .write_all(&frame::request_of(&get_info("plain", 5_000)))
             .await;
         let mut rest = Vec::new();
         let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
@@ -278,4 +278,30 @@ async fn the_client_never_sends_after_a_last_answer() {
         2,
         "the second call opened a session of its own"
     );
+}
+
+#[tokio::test]
+async fn the_client_sends_no_frame_the_node_would_refuse_unread() {
+    let node = serve(&[("plain", steer("none"))], 8).await;
+    let lossy = crate::support::proxy::Proxy::start(node.socket.clone()).await;
+    let client = NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), TOKEN).expect("client");
+    // 55 MiB of stdin is 73 MiB of base64: over the frame bound.
+    let huge = Call::RunCommand(wire::OnAllocation {
+        reference: reference("a"),
+        request: Command {
+            args: vec!["cat".into()],
+            directory: None,
+            stdin: Some(vec![0; 55 << 20]),
+        },
+    });
+    assert_eq!(
+        client.call("plain", budget(5_000), huge).await,
+        Err(TransportError::Refused("too_large"))
+    );
+    assert!(
+        lossy.recorded().is_empty(),
+        "nothing was sent: {:?}",
+        lossy.recorded()
+    );
+    node.stop().await;
 }
