@@ -330,6 +330,7 @@ pub enum Outcome {
 /// it was refused with (one of [`REFUSALS`]; nothing was executed).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // decoded once per call and taken apart at once
 pub enum Answer {
     /// The operation was attempted: its outcome, as `POST /call` answers it.
     Outcome(Outcome),
