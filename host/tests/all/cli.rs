@@ -325,6 +325,9 @@ action = "none"
             .output()
             .expect("client")
     };
+    // The longest budget: seven floods at once take about 30 s of a
+    // loaded 2-core runner, and a flood that runs out of budget is
+    // `unconfirmed`, which is not what this test is about (a stall).
     let call = |kind: &str, allocation: &str| {
         [
             "call",
@@ -332,6 +335,8 @@ action = "none"
             "get-info",
             "--reference",
             &format!("t/e/{allocation}"),
+            "--budget-ms",
+            "120000",
         ]
         .map(String::from)
         .to_vec()
