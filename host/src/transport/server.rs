@@ -472,9 +472,11 @@ impl Node {
                 };
                 (code, body)
             }
+            // (An unknown outcome always encodes; were it not to, an empty
+            // answer is not a frame the client accepts: unknown again.)
             _ => (
                 unknown.code(),
-                serde_json::to_vec(&error(unknown.clone())).map_err(|_| Refused::Invalid)?,
+                serde_json::to_vec(&error(unknown.clone())).unwrap_or_default(),
             ),
         };
         tracing::info!(
@@ -497,7 +499,8 @@ impl Node {
     {
         let mut io = tokio::io::BufStream::new(io);
         loop {
-            if close_all.is_cancelled() || activity.is_retiring() {
+            // A retiring session still answers its next frame, marked last.
+            if close_all.is_cancelled() {
                 return;
             }
             let mut prefix = [0; frame::PREFIX];
@@ -740,7 +743,9 @@ async fn http<IO>(
             request.extensions_mut().insert(activity.clone());
             request.extensions_mut().insert(hand_over);
             let Ok(mut response) = router.oneshot(request).await;
-            if activity.is_retiring() {
+            // A retiring connection still becomes a session: it ends after
+            // its first answer (marked last).
+            if activity.is_retiring() && response.status() != StatusCode::SWITCHING_PROTOCOLS {
                 response
                     .headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));

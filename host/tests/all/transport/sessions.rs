@@ -218,6 +218,35 @@ async fn past_its_lifetime_a_session_marks_its_answer_last() {
 }
 
 #[tokio::test]
+async fn a_connection_past_its_lifetime_still_answers_one_frame() {
+    let limits = ConnectionLimits {
+        max_lifetime: Duration::from_millis(200),
+        ..ConnectionLimits::default()
+    };
+    let node = serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
+        node.with_limits(limits)
+    })
+    .await;
+    let mut stream = UnixStream::connect(&node.socket).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    stream
+        .write_all(upgrade_head(PROTOCOL_VERSION, Some(TOKEN), true).as_bytes())
+        .await
+        .expect("write");
+    let head = read_message(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("close"), "{head}");
+    send(&mut stream, &get_info("plain", 5_000)).await;
+    let last = answer(&mut stream).await;
+    assert!(
+        matches!(&last, Some((json, true)) if json["outcome"]["ok"].is_object()),
+        "{last:?}"
+    );
+    assert_eq!(answer(&mut stream).await, None);
+    node.stop().await;
+}
+
+#[tokio::test]
 async fn shutdown_ends_an_idle_session_at_once() {
     let node = serve(&[("plain", steer("none"))], 8).await;
     let mut session = open(&node).await;
