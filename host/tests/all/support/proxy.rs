@@ -37,6 +37,21 @@ fn unversioned(path: &str) -> String {
     }
 }
 
+impl State {
+    /// Records `line`; whether the armed loss is for it (then disarmed).
+    fn record(&self, line: &str) -> bool {
+        self.recorded.lock().expect("lock").push(line.to_string());
+        let mut armed = self.lose.lock().expect("lock");
+        let hit = armed.as_ref().is_some_and(|(method, suffix)| {
+            line.starts_with(method.as_str()) && line.ends_with(suffix.as_str())
+        });
+        if hit {
+            armed.take();
+        }
+        hit
+    }
+}
+
 #[derive(Debug)]
 struct LostResponse;
 
@@ -54,18 +69,8 @@ async fn forward(
     mut request: Request<Incoming>,
 ) -> Result<Response<Incoming>, LostResponse> {
     let line = format!("{} {}", request.method(), unversioned(request.uri().path()));
-    state.recorded.lock().expect("lock").push(line.clone());
+    let lose = state.record(&line);
     let shared = state.clone();
-    let lose = {
-        let mut armed = state.lose.lock().expect("lock");
-        let hit = armed.as_ref().is_some_and(|(method, suffix)| {
-            line.starts_with(method.as_str()) && line.ends_with(suffix.as_str())
-        });
-        if hit {
-            armed.take();
-        }
-        hit
-    };
     let client_upgrade = hyper::upgrade::on(&mut request);
     let stream = UnixStream::connect(&engine)
         .await
@@ -122,18 +127,7 @@ async fn frames(
             .as_object()
             .and_then(|call| call.keys().next().cloned())
             .unwrap_or_default();
-        let line = format!("FRAME {operation}");
-        state.recorded.lock().expect("lock").push(line.clone());
-        let lose = {
-            let mut armed = state.lose.lock().expect("lock");
-            let hit = armed.as_ref().is_some_and(|(method, suffix)| {
-                line.starts_with(method.as_str()) && line.ends_with(suffix.as_str())
-            });
-            if hit {
-                armed.take();
-            }
-            hit
-        };
+        let lose = state.record(&format!("FRAME {operation}"));
         if node.write_all(&request).await.is_err() {
             return;
         }

@@ -25,18 +25,24 @@ fn upgrade_head(version: &str, token: Option<&str>, upgrade: bool) -> String {
 /// A session on the node's socket, its 101 read.
 async fn open(node: &Served) -> UnixStream {
     let mut stream = UnixStream::connect(&node.socket).await.expect("connect");
+    upgrade(&mut stream).await;
+    stream
+}
+
+/// Asks for a session on `stream` and reads the 101; its head.
+async fn upgrade(stream: &mut UnixStream) -> String {
     stream
         .write_all(upgrade_head(PROTOCOL_VERSION, Some(TOKEN), true).as_bytes())
         .await
         .expect("write");
-    let head = read_message(&mut stream).await;
+    let head = read_message(stream).await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     assert!(
         head.to_ascii_lowercase()
             .contains(&format!("{PROTOCOL_HEADER}: {PROTOCOL_VERSION}")),
         "{head}"
     );
-    stream
+    head
 }
 
 async fn send(stream: &mut UnixStream, body: &[u8]) {
@@ -193,56 +199,49 @@ async fn a_busy_session_skips_the_frame_and_stays_in_step() {
     node.stop().await;
 }
 
-#[tokio::test]
-async fn past_its_lifetime_a_session_marks_its_answer_last() {
-    let limits = ConnectionLimits {
-        max_lifetime: Duration::from_millis(200),
-        ..ConnectionLimits::default()
-    };
-    let node = serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
-        node.with_limits(limits)
-    })
-    .await;
-    let mut session = open(&node).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(is_ok(&answer(&mut session).await));
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    let last = answer(&mut session).await;
+/// A `get-info` on `session` is answered with an outcome marked last, and
+/// the session is closed after it.
+async fn answers_once_more_then_ends(session: &mut UnixStream) {
+    send(session, &get_info("plain", 5_000)).await;
+    let last = answer(session).await;
     assert!(
         matches!(&last, Some((json, true)) if json["outcome"]["ok"].is_object()),
         "{last:?}"
     );
-    assert_eq!(answer(&mut session).await, None);
+    assert_eq!(answer(session).await, None, "closed after its last answer");
+}
+
+/// A node whose connections retire `lifetime` after they open.
+async fn serve_retiring_after(lifetime: Duration) -> Served {
+    let limits = ConnectionLimits {
+        max_lifetime: lifetime,
+        ..ConnectionLimits::default()
+    };
+    serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
+        node.with_limits(limits)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn past_its_lifetime_a_session_marks_its_answer_last() {
+    let node = serve_retiring_after(Duration::from_millis(200)).await;
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(&mut session).await));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    answers_once_more_then_ends(&mut session).await;
     node.stop().await;
 }
 
 #[tokio::test]
 async fn a_connection_past_its_lifetime_still_answers_one_frame() {
-    let limits = ConnectionLimits {
-        max_lifetime: Duration::from_millis(200),
-        ..ConnectionLimits::default()
-    };
-    let node = serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
-        node.with_limits(limits)
-    })
-    .await;
+    let node = serve_retiring_after(Duration::from_millis(200)).await;
     let mut stream = UnixStream::connect(&node.socket).await.expect("connect");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    stream
-        .write_all(upgrade_head(PROTOCOL_VERSION, Some(TOKEN), true).as_bytes())
-        .await
-        .expect("write");
-    let head = read_message(&mut stream).await;
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let head = upgrade(&mut stream).await;
     assert!(!head.to_ascii_lowercase().contains("close"), "{head}");
-    send(&mut stream, &get_info("plain", 5_000)).await;
-    let last = answer(&mut stream).await;
-    assert!(
-        matches!(&last, Some((json, true)) if json["outcome"]["ok"].is_object()),
-        "{last:?}"
-    );
-    assert_eq!(answer(&mut stream).await, None);
+    answers_once_more_then_ends(&mut stream).await;
     node.stop().await;
 }
 
