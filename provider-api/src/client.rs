@@ -117,8 +117,36 @@ struct Inner {
     /// The `Host` header: the node's name or address.
     authority: HeaderValue,
     authorization: HeaderValue,
-    idle: Mutex<Vec<Connection>>,
-    sessions: Mutex<Vec<Session>>,
+    idle: Idle<Connection>,
+    sessions: Idle<Session>,
+}
+
+/// Open connections or sessions waiting for their next exchange, at most
+/// [`MAX_IDLE`] (newest first out).
+struct Idle<T>(Mutex<Vec<T>>);
+
+impl<T> Idle<T> {
+    fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    fn pop(&self) -> Option<T> {
+        self.lock().pop()
+    }
+
+    /// Keeps `reusable` unless the pool is full (then it is closed).
+    fn push(&self, reusable: T) {
+        let mut idle = self.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(reusable);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// How to open a connection to the node.
@@ -280,8 +308,8 @@ impl NodeClient {
                 target,
                 authority,
                 authorization,
-                idle: Mutex::new(Vec::new()),
-                sessions: Mutex::new(Vec::new()),
+                idle: Idle::new(),
+                sessions: Idle::new(),
             }),
         })
     }
@@ -308,14 +336,7 @@ impl NodeClient {
             let (answer, last) = Self::framed(&mut session, &request).await?;
             if !last {
                 session.idle_since = Instant::now();
-                let mut idle = self
-                    .inner
-                    .sessions
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if idle.len() < MAX_IDLE {
-                    idle.push(session);
-                }
+                self.inner.sessions.push(session);
             }
             match answer {
                 Answer::Outcome(outcome) => Ok(outcome),
@@ -332,12 +353,7 @@ impl NodeClient {
     /// arrived since its last answer), or a new one.
     async fn session(&self) -> Result<Session, TransportError> {
         loop {
-            let idle = self
-                .inner
-                .sessions
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .pop();
+            let idle = self.inner.sessions.pop();
             let Some(mut session) = idle else {
                 return self.open_session().await;
             };
@@ -451,12 +467,7 @@ impl NodeClient {
     /// enough that the node will not be closing it as idle, or a new one.
     async fn connection(&self) -> Result<Connection, TransportError> {
         loop {
-            let idle = self
-                .inner
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .pop();
+            let idle = self.inner.idle.pop();
             let Some(mut connection) = idle else {
                 return self.inner.target.connect().await;
             };
@@ -570,14 +581,7 @@ impl NodeClient {
             let connection = self.connection().await?;
             let (received, reusable) = Self::send(connection, request).await;
             if let Some(connection) = reusable {
-                let mut idle = self
-                    .inner
-                    .idle
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                if idle.len() < MAX_IDLE {
-                    idle.push(connection);
-                }
+                self.inner.idle.push(connection);
             }
             let Received {
                 status,

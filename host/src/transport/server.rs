@@ -498,18 +498,33 @@ impl Node {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let mut io = tokio::io::BufStream::new(io);
+        // Both waits last the session, not a frame: registered once, the
+        // idle timer moved only when it fires (a timer set and cancelled
+        // per frame costs more than the check).
+        let closing = close_all.cancelled();
+        let idle = tokio::time::sleep(self.limits.read_timeout);
+        tokio::pin!(closing, idle);
+        let mut answered = Instant::now();
         loop {
-            // A retiring session still answers its next frame, marked last.
-            if close_all.is_cancelled() {
-                return;
-            }
             let mut prefix = [0; frame::PREFIX];
             // A session waits for its next frame as long as an idle
-            // connection waits for its next head.
-            let next = tokio::time::timeout(self.limits.read_timeout, io.read_exact(&mut prefix));
-            tokio::select! {
-                read = next => if !matches!(read, Ok(Ok(_))) { return },
-                () = close_all.cancelled() => return,
+            // connection waits for its next head, counted from its last
+            // answer.
+            let next = io.read_exact(&mut prefix);
+            tokio::pin!(next);
+            loop {
+                tokio::select! {
+                    biased;
+                    () = &mut closing => return,
+                    read = &mut next => if read.is_ok() { break } else { return },
+                    () = &mut idle => {
+                        let deadline = answered + self.limits.read_timeout;
+                        if deadline <= Instant::now() {
+                            return;
+                        }
+                        idle.as_mut().reset(deadline.into());
+                    }
+                }
             }
             let received = Instant::now();
             let _running = activity.running();
@@ -531,6 +546,7 @@ impl Node {
             if io.write_all(&frame).await.is_err() || io.flush().await.is_err() || last {
                 return;
             }
+            answered = Instant::now();
         }
     }
 

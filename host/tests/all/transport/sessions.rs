@@ -246,6 +246,37 @@ async fn a_connection_past_its_lifetime_still_answers_one_frame() {
 }
 
 #[tokio::test]
+async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() {
+    let read_timeout = Duration::from_secs(1);
+    let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
+    let mut session = open(&node).await;
+    // A frame every fifth of the read timeout, for three read timeouts.
+    let started = Instant::now();
+    let mut last_answer = Instant::now();
+    while started.elapsed() < read_timeout * 3 {
+        tokio::time::sleep(read_timeout / 5).await;
+        send(&mut session, &get_info("plain", 5_000)).await;
+        assert!(
+            is_ok(&answer(&mut session).await),
+            "a session in use stays open"
+        );
+        last_answer = Instant::now();
+    }
+    // Then only a prefix begun: idle all the same.
+    session.write_all(&[0, 0]).await.expect("write");
+    assert_eq!(
+        answer(&mut session).await,
+        None,
+        "an idle session is closed"
+    );
+    assert!(
+        last_answer.elapsed() >= read_timeout / 2,
+        "closed for its idleness, not at once"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
 async fn shutdown_ends_an_idle_session_at_once() {
     let node = serve(&[("plain", steer("none"))], 8).await;
     let mut session = open(&node).await;
