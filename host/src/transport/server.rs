@@ -498,9 +498,11 @@ impl Node {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let mut io = tokio::io::BufStream::new(io);
-        // Both waits last the session, not a frame: registered once, the
-        // idle timer moved only when it fires (a timer set and cancelled
-        // per frame costs more than the check).
+        // Both waits last the session, not a frame: the close is awaited
+        // by one registration, and the idle timer is moved only when it
+        // fires, to the last answer's time plus the read timeout (rather
+        // than a timer set and cancelled per frame). A retiring session
+        // still answers its next frame, marked last.
         let closing = close_all.cancelled();
         let idle = tokio::time::sleep(self.limits.read_timeout);
         tokio::pin!(closing, idle);
