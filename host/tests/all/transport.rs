@@ -702,19 +702,28 @@ async fn the_budget_counts_from_receipt_and_expiry_proves_nothing() {
     node.stop().await;
 }
 
+/// Starts a `get-info` of the `spin` kind (a guest that loops until its
+/// budget of `budget_ms` ends) and gives it 300 ms to reach the node and
+/// take an in-flight slot; its outcome, once it ends.
+async fn spin_in_background(
+    client: &NodeClient,
+    budget_ms: u32,
+) -> tokio::task::JoinHandle<Result<Outcome, TransportError>> {
+    let client = client.clone();
+    let spinning = tokio::spawn(async move {
+        client
+            .call("spin", budget(budget_ms), Call::GetInfo(reference("a")))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    spinning
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
     let node = serve(&[("spin", steer("loop")), ("quick", steer("none"))], 1).await;
     let client = node.client();
-    let busy_call = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .call("spin", budget(1_500), Call::GetInfo(reference("a")))
-                .await
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy_call = spin_in_background(&client, 1_500).await;
     let refused = client
         .call("quick", budget(1_000), Call::GetInfo(reference("a")))
         .await;

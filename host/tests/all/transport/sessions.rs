@@ -81,12 +81,18 @@ fn refused(code: &str, last: bool) -> Option<(serde_json::Value, bool)> {
     Some((serde_json::json!({ "refused": code }), last))
 }
 
-#[tokio::test]
-async fn a_session_runs_calls_in_turn_and_ends_only_when_out_of_step() {
+/// A node serving `plain`, and a session on it that has answered a call.
+async fn serve_with_a_session_in_use() -> (Served, UnixStream) {
     let node = serve(&[("plain", steer("none"))], 8).await;
     let mut session = open(&node).await;
     send(&mut session, &get_info("plain", 5_000)).await;
     assert!(is_ok(&answer(&mut session).await));
+    (node, session)
+}
+
+#[tokio::test]
+async fn a_session_runs_calls_in_turn_and_ends_only_when_out_of_step() {
+    let (node, mut session) = serve_with_a_session_in_use().await;
     send(&mut session, b"not JSON").await;
     assert_eq!(answer(&mut session).await, refused("invalid", false));
     send(&mut session, &get_info("plain", 0)).await;
@@ -176,16 +182,7 @@ async fn a_session_is_opened_only_with_the_version_the_token_and_the_upgrade() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_session_skips_the_frame_and_stays_in_step() {
     let node = serve(&[("spin", steer("loop")), ("plain", steer("none"))], 1).await;
-    let client = node.client();
-    let spinning = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client
-                .call("spin", budget(1_000), Call::GetInfo(reference("a")))
-                .await
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let spinning = spin_in_background(&node.client(), 1_000).await;
     let mut session = open(&node).await;
     send(&mut session, &get_info("plain", 5_000)).await;
     assert_eq!(answer(&mut session).await, refused("busy", false));
@@ -278,10 +275,7 @@ async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() 
 
 #[tokio::test]
 async fn shutdown_ends_an_idle_session_at_once() {
-    let node = serve(&[("plain", steer("none"))], 8).await;
-    let mut session = open(&node).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(is_ok(&answer(&mut session).await));
+    let (node, mut session) = serve_with_a_session_in_use().await;
     let started = Instant::now();
     node.stop().await;
     assert!(
