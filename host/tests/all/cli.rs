@@ -15,6 +15,28 @@ fn host(args: &[&str]) -> std::process::Output {
         .expect("run sandbox-host")
 }
 
+/// How long a test waits for a `serve` it started to answer. `serve`
+/// compiles every kind before it listens (a fresh directory has no compile
+/// cache): alone that takes a few seconds of a debug build, and far longer
+/// beside the rest of the suite on a loaded 2-core runner.
+const SERVE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `probe` (a `client` command) every 100 ms until it succeeds, at
+/// most [`SERVE_PATIENCE`]: its first successful output.
+async fn until_served(probe: impl Fn() -> std::process::Output) -> Option<std::process::Output> {
+    let started = std::time::Instant::now();
+    loop {
+        let output = tokio::task::block_in_place(&probe);
+        if output.status.success() {
+            return Some(output);
+        }
+        if started.elapsed() > SERVE_PATIENCE {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 #[test]
 fn validate_loads_every_registered_kind() {
     let output = host(&["validate", "--plugins", &plugins()]);
@@ -341,21 +363,8 @@ action = "none"
         .map(String::from)
         .to_vec()
     };
-    let mut ready = false;
-    for _ in 0..100 {
-        let client = client.clone();
-        if tokio::task::spawn_blocking(move || client(vec!["kinds".into()]))
-            .await
-            .expect("join")
-            .status
-            .success()
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(ready, "serve started");
+    let ready = until_served(|| client(vec!["kinds".into()])).await;
+    assert!(ready.is_some(), "serve started");
     let timed = |args: Vec<String>| {
         let client = client.clone();
         tokio::task::spawn_blocking(move || {
@@ -515,15 +524,7 @@ action = "none"
     };
     let with_tls = ["--tls-ca", &ca, "--server-name", "node.test"];
     let with_identity = [&with_tls[..], &["--client-identity", &identity]].concat();
-    let mut served = None;
-    for _ in 0..100 {
-        let output = tokio::task::block_in_place(|| kinds(&with_identity));
-        if output.status.success() {
-            served = Some(output);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let served = until_served(|| kinds(&with_identity)).await;
     let anonymous = tokio::task::block_in_place(|| kinds(&with_tls));
     let plain = tokio::task::block_in_place(|| kinds(&[]));
     let _ = serve.kill();
@@ -616,21 +617,14 @@ async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
         all.extend_from_slice(args);
         host(&all)
     };
-    let mut ready = false;
-    for _ in 0..100 {
-        let health = tokio::task::block_in_place(|| client(&["health"]));
-        if health.status.success() {
-            let body: serde_json::Value = serde_json::from_slice(&health.stdout).expect("JSON");
-            assert_eq!(
-                body,
-                serde_json::json!({"ready": true, "kinds": {"steerable": []}})
-            );
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(ready, "serve became healthy");
+    let health = until_served(|| client(&["health"]))
+        .await
+        .expect("serve became healthy");
+    let body: serde_json::Value = serde_json::from_slice(&health.stdout).expect("JSON");
+    assert_eq!(
+        body,
+        serde_json::json!({"ready": true, "kinds": {"steerable": []}})
+    );
     let walk = tokio::task::block_in_place(|| client(&["walk", "steerable"]));
     let printed = String::from_utf8_lossy(&walk.stdout);
     assert!(walk.status.success(), "{printed}");
@@ -706,18 +700,8 @@ async fn serve_once(config: &str, socket: &str, token: &str) {
         all.extend_from_slice(args);
         host(&all)
     };
-    let mut ready = false;
-    for _ in 0..200 {
-        if tokio::task::block_in_place(|| client(&["health"]))
-            .status
-            .success()
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(ready, "serve became healthy");
+    let ready = until_served(|| client(&["health"])).await;
+    assert!(ready.is_some(), "serve became healthy");
     let called = tokio::task::block_in_place(|| {
         client(&["call", "steerable", "renew", "--reference", "t/e/a"])
     });
