@@ -5,7 +5,7 @@
 use super::*;
 use crate::node_limits::read_message;
 use sandbox_host::transport::wire::frame;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
 /// The head that asks for a session, with `token` and `upgrade`.
@@ -54,7 +54,7 @@ async fn send(stream: &mut UnixStream, body: &[u8]) {
 
 /// The next answer frame as JSON and whether it is the session's last;
 /// `None` if the node closed the session instead.
-async fn answer(stream: &mut UnixStream) -> Option<(serde_json::Value, bool)> {
+async fn answer(stream: &mut (impl AsyncRead + Unpin)) -> Option<(serde_json::Value, bool)> {
     let mut prefix = [0; frame::PREFIX];
     let read = tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut prefix))
         .await
@@ -270,6 +270,60 @@ async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() 
         last_answer.elapsed() >= read_timeout / 2,
         "closed for its idleness, not at once"
     );
+    node.stop().await;
+}
+
+/// Bytes sent one at a time never buy more time: a prefix's wait counts
+/// from the last answer, a body's from its prefix.
+#[tokio::test]
+async fn a_frame_trickled_byte_by_byte_does_not_extend_its_wait() {
+    let read_timeout = Duration::from_secs(1);
+    let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
+
+    // A prefix: two bytes within the read timeout, the rest of the frame
+    // after it. Had each byte restarted the wait, the frame would be
+    // answered (its last byte came 0.8 read timeouts after the one before).
+    let mut session = open(&node).await;
+    send(&mut session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(&mut session).await));
+    let request = frame::request_of(&get_info("plain", 5_000));
+    for byte in &request[..2] {
+        tokio::time::sleep(read_timeout * 2 / 5).await;
+        session.write_all(&[*byte]).await.expect("write");
+    }
+    tokio::time::sleep(read_timeout * 4 / 5).await;
+    // (The node may have closed already: the write may fail.)
+    let _ = session.write_all(&request[2..]).await;
+    assert_eq!(
+        answer(&mut session).await,
+        None,
+        "closed a read timeout after its last answer, the frame unanswered"
+    );
+
+    // A body: one byte every quarter of the read timeout, far too few to
+    // finish within `answer`'s ten seconds. Had each byte restarted the
+    // wait, no answer would come before the body was complete.
+    let (mut session, mut trickled) = open(&node).await.into_split();
+    let body = get_info("plain", 5_000);
+    let writer = tokio::spawn(async move {
+        let prefix = u32::try_from(body.len()).expect("small").to_be_bytes();
+        if trickled.write_all(&prefix).await.is_err() {
+            return;
+        }
+        for byte in body.iter().take(40) {
+            tokio::time::sleep(read_timeout / 4).await;
+            if trickled.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+        }
+    });
+    assert_eq!(
+        answer(&mut session).await,
+        refused("too_slow", true),
+        "a body not read within the read timeout is refused, and the session ends"
+    );
+    assert_eq!(answer(&mut session).await, None);
+    writer.abort();
     node.stop().await;
 }
 
