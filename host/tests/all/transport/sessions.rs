@@ -277,32 +277,32 @@ async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() 
 /// from the last answer, a body's from its prefix.
 #[tokio::test]
 async fn a_frame_trickled_byte_by_byte_does_not_extend_its_wait() {
-    let read_timeout = Duration::from_secs(1);
+    let read_timeout = Duration::from_secs(2);
     let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
 
-    // A prefix: two bytes within the read timeout, the rest of the frame
-    // after it. Had each byte restarted the wait, the frame would be
-    // answered (its last byte came 0.8 read timeouts after the one before).
+    // A prefix: three bytes within the read timeout (the last at 0.9 of
+    // it), the rest of the frame at 1.7. The session is closed at 1.0;
+    // had each byte restarted the wait, it would still be open at 1.7
+    // (until 1.9) and the frame would be answered.
     let mut session = open(&node).await;
     send(&mut session, &get_info("plain", 5_000)).await;
     assert!(is_ok(&answer(&mut session).await));
     let request = frame::request_of(&get_info("plain", 5_000));
-    for byte in &request[..2] {
-        tokio::time::sleep(read_timeout * 2 / 5).await;
+    for byte in &request[..3] {
+        tokio::time::sleep(read_timeout * 3 / 10).await;
         session.write_all(&[*byte]).await.expect("write");
     }
-    tokio::time::sleep(read_timeout * 4 / 5).await;
-    // (The node may have closed already: the write may fail.)
-    let _ = session.write_all(&request[2..]).await;
+    tokio::time::sleep(read_timeout * 8 / 10).await;
+    // (The node has closed the session: the write may fail.)
+    let _ = session.write_all(&request[3..]).await;
     assert_eq!(
         answer(&mut session).await,
         None,
         "closed a read timeout after its last answer, the frame unanswered"
     );
 
-    // A body: one byte every quarter of the read timeout, far too few to
-    // finish within `answer`'s ten seconds. Had each byte restarted the
-    // wait, no answer would come before the body was complete.
+    // A body: one byte every fifth of the read timeout, never the last.
+    // Had each byte restarted the wait, no answer would ever come.
     let (mut session, mut trickled) = open(&node).await.into_split();
     let body = get_info("plain", 5_000);
     let writer = tokio::spawn(async move {
@@ -310,8 +310,8 @@ async fn a_frame_trickled_byte_by_byte_does_not_extend_its_wait() {
         if trickled.write_all(&prefix).await.is_err() {
             return;
         }
-        for byte in body.iter().take(40) {
-            tokio::time::sleep(read_timeout / 4).await;
+        for byte in &body[..body.len() - 1] {
+            tokio::time::sleep(read_timeout / 5).await;
             if trickled.write_all(&[*byte]).await.is_err() {
                 return;
             }
