@@ -288,12 +288,13 @@ async fn a_frame_trickled_byte_by_byte_does_not_extend_its_wait() {
     send(&mut session, &get_info("plain", 5_000)).await;
     assert!(is_ok(&answer(&mut session).await));
     let request = frame::request_of(&get_info("plain", 5_000));
+    // (A write may fail: on a loaded runner the node may have closed the
+    // session before a late byte, and has closed it before the rest.)
     for byte in &request[..3] {
         tokio::time::sleep(read_timeout * 3 / 10).await;
-        session.write_all(&[*byte]).await.expect("write");
+        let _ = session.write_all(&[*byte]).await;
     }
     tokio::time::sleep(read_timeout * 8 / 10).await;
-    // (The node has closed the session: the write may fail.)
     let _ = session.write_all(&request[3..]).await;
     assert_eq!(
         answer(&mut session).await,
