@@ -185,7 +185,8 @@ impl std::fmt::Debug for Token {
     }
 }
 
-/// Why the configuration is refused. Values are never echoed.
+/// Why the configuration is refused. Keys are named (a misspelt one must be
+/// found); values are never echoed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file cannot be read.
@@ -743,8 +744,11 @@ memory_mb = 1024
         let unknown = files
             .config(DOCKER)
             .replace("plugins =", "secret_field = \"hunter2\"\nplugins =");
-        assert!(refused(unknown.clone()).contains("not valid"));
-        assert!(!refused(unknown).contains("hunter2"));
+        let refusal = refused(unknown);
+        assert!(refusal.contains("not valid"), "{refusal}");
+        // Keys are named, so that a misspelt one can be found; values never.
+        assert!(refusal.contains("`secret_field`"), "{refusal}");
+        assert!(!refusal.contains("hunter2"), "{refusal}");
         assert!(refused(files.config("")).contains("at least one kind"));
         assert!(
             refused(files.config("[kinds.nope]\n")).contains("`nope` is not a registered kind")
