@@ -23,8 +23,10 @@
 //! `get_info_real_engine`), and, before it, a plain sustained run per path
 //! with 1 and 8 concurrent callers that prints operations per second, p50
 //! and p99 latency, this process's CPU and context switches per call, and
-//! the ratios transport / in-process; beside them, `kinds` through the node
-//! (an HTTP request with no operation behind it) and `echo`, a 512-byte
+//! the ratios transport / in-process; beside them, `bare` (the same
+//! `get-info` frames exchanged with a server that has none of the node's
+//! protections: this protocol's floor, see [`bare`]), `kinds` through the
+//! node (an HTTP request with no operation behind it) and `echo`, a 512-byte
 //! frame sent and echoed back over a Unix socket on the same runtime (the
 //! floor of any request/answer protocol over the node's socket), under a
 //! line saying how this machine's idle CPUs wait (halt polling). Without
@@ -110,6 +112,7 @@ struct Fixture {
     remote: Arc<RemoteProvider>,
     client: NodeClient,
     node: ServedNode,
+    bare: Arc<bare::Client>,
     echo: Echo,
     _engine: Engine,
 }
@@ -182,11 +185,13 @@ impl Fixture {
                 assert_eq!(info.state, LifecycleState::Running, "{info:?}");
             }
         }
+        let bare = Arc::new(bare::serve(host.clone()).await);
         Self {
             host,
             remote,
             client: node.client.clone(),
             node,
+            bare,
             echo: Echo::start().await,
             _engine: engine,
         }
@@ -205,9 +210,10 @@ impl Fixture {
 }
 
 /// The sustained run's paths, in the order of its table.
-const ROUTES: [Route; 4] = [
+const ROUTES: [Route; 5] = [
     Route::InProcess,
     Route::Transport,
+    Route::Bare,
     Route::Floor,
     Route::Echo,
 ];
@@ -216,6 +222,8 @@ const ROUTES: [Route; 4] = [
 enum Route {
     InProcess,
     Transport,
+    /// The same frames through [`bare`]: the protocol without the node.
+    Bare,
     /// `kinds` through the node: an HTTP request with no operation behind
     /// it.
     Floor,
@@ -228,6 +236,7 @@ impl Route {
         match self {
             Route::InProcess => "in_process",
             Route::Transport => "transport",
+            Route::Bare => "bare",
             Route::Floor => "kinds",
             Route::Echo => "echo",
         }
@@ -286,6 +295,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
             let client = fixture.client.clone();
             let next = next.clone();
             let echo = fixture.echo.socket.clone();
+            let bare = fixture.bare.clone();
             tokio::spawn(async move {
                 let local = host.kind(KIND).expect("docker kind");
                 let mut echoed = match path {
@@ -305,6 +315,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
                             .get_info(reference(allocation), budget())
                             .await
                             .is_ok(),
+                        Route::Bare => bare.get_info(reference(allocation)).await.is_ok(),
                         Route::Floor => client.kinds(budget()).await.is_ok(),
                         Route::Echo => {
                             let stream = echoed.as_mut().expect("connected");
@@ -387,14 +398,16 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 run.switches_per_call(),
             );
         }
-        let [local, remote, ..] = &runs;
-        let ratio = |q| remote.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
-        println!(
-            "{callers:>7}  transport/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
-            remote.ops_per_second() / local.ops_per_second(),
-            ratio(0.50),
-            ratio(0.99),
-        );
+        let [local, remote, bare, ..] = &runs;
+        for (name, path) in [("transport", remote), ("bare", bare)] {
+            let ratio = |q| path.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
+            println!(
+                "{callers:>7}  {name}/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
+                path.ops_per_second() / local.ops_per_second(),
+                ratio(0.50),
+                ratio(0.99),
+            );
+        }
     }
     println!();
 }
@@ -451,4 +464,121 @@ fn main() {
     per_call(&mut criterion, &rt, &fixture);
     criterion.final_summary();
     rt.block_on(fixture.stop());
+}
+
+/// The node protocol's frames without the node: a server that reads each
+/// `get-info` request frame, decodes it, runs the call on the same host and
+/// writes the answer frame, one call at a time per connection, and a client
+/// that pools its connections like the node client pools sessions. Both
+/// use the protocol's own framing and JSON ([`wire::frame`]), and nothing
+/// else: no token, upgrade, limits, budget from receipt, stall guard,
+/// lifetime, tracking, run to end or log line, and no proxy checks. What the
+/// transport would cost if the node's and the proxy's protections cost
+/// nothing.
+mod bare {
+    use super::KIND;
+    use sandbox_host::provider::SandboxProvider;
+    use sandbox_host::transport::wire::{self, Answer, Call, Outcome, Value, frame};
+    use sandbox_host::types::{Error, Info, Reference};
+    use sandbox_host::{Budget, Host};
+    use std::path::PathBuf;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, BufStream};
+    use tokio::net::{UnixListener, UnixStream};
+
+    /// The client of a bare server.
+    pub struct Client {
+        socket: PathBuf,
+        idle: Mutex<Vec<BufStream<UnixStream>>>,
+        _dir: tempfile::TempDir,
+    }
+
+    /// Serves `host` bare on a Unix socket of its own.
+    pub async fn serve(host: Arc<Host>) -> Client {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = dir.path().join("bare.sock");
+        let listener = UnixListener::bind(&socket).expect("bare socket");
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(session(host.clone(), stream));
+            }
+        });
+        Client {
+            socket,
+            idle: Mutex::new(Vec::new()),
+            _dir: dir,
+        }
+    }
+
+    /// One connection: request frames answered in turn until it closes.
+    async fn session(host: Arc<Host>, stream: UnixStream) {
+        let mut io = BufStream::new(stream);
+        loop {
+            let mut prefix = [0; frame::PREFIX];
+            if io.read_exact(&mut prefix).await.is_err() {
+                return;
+            }
+            let mut body = vec![0; u32::from_be_bytes(prefix) as usize];
+            if io.read_exact(&mut body).await.is_err() {
+                return;
+            }
+            let answer = match answer(&host, &body).await {
+                Some(outcome) => frame::answer_outcome(&outcome, false),
+                None => frame::answer_refused("invalid", false),
+            };
+            if io.write_all(&answer).await.is_err() || io.flush().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The outcome's JSON for a `get-info` request.
+    async fn answer(host: &Host, body: &[u8]) -> Option<Vec<u8>> {
+        let request: wire::Request = serde_json::from_slice(body).ok()?;
+        let Call::GetInfo(reference) = request.call else {
+            return None;
+        };
+        let kind = host.kind(&request.kind).ok()?;
+        let budget = Budget::from_millis(request.timeout_ms).ok()?;
+        let outcome = match kind.get_info(reference, budget).await {
+            Ok(info) => Outcome::Ok(Value::Info(info)),
+            Err(error) => Outcome::Error { error, info: None },
+        };
+        serde_json::to_vec(&outcome).ok()
+    }
+
+    impl Client {
+        /// `get-info` of the bench's kind on `reference`.
+        pub async fn get_info(&self, reference: Reference) -> Result<Info, Error> {
+            let request = frame::request(&wire::Request {
+                kind: KIND.to_string(),
+                timeout_ms: super::budget().millis(),
+                call: Call::GetInfo(reference),
+            })
+            .ok_or(Error::Invalid)?;
+            let idle = self.idle.lock().expect("idle connections").pop();
+            let mut io = match idle {
+                Some(io) => io,
+                None => BufStream::new(
+                    UnixStream::connect(&self.socket)
+                        .await
+                        .map_err(|_| Error::ComputeUnconfirmed)?,
+                ),
+            };
+            let lost = |_| Error::ComputeUnconfirmed;
+            io.write_all(&request).await.map_err(lost)?;
+            io.flush().await.map_err(lost)?;
+            let mut prefix = [0; frame::PREFIX];
+            io.read_exact(&mut prefix).await.map_err(lost)?;
+            let (length, _) = frame::answer_prefix(prefix);
+            let mut body = vec![0; length];
+            io.read_exact(&mut body).await.map_err(lost)?;
+            self.idle.lock().expect("idle connections").push(io);
+            match serde_json::from_slice(&body) {
+                Ok(Answer::Outcome(Outcome::Ok(Value::Info(info)))) => Ok(info),
+                Ok(Answer::Outcome(Outcome::Error { error, .. })) => Err(error),
+                _ => Err(Error::ComputeUnconfirmed),
+            }
+        }
+    }
 }
