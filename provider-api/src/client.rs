@@ -355,7 +355,10 @@ impl NodeClient {
         loop {
             let idle = self.inner.sessions.pop();
             let Some(mut session) = idle else {
-                return self.open_session().await;
+                // Opening a session (an HTTP upgrade) is rare and its
+                // future is large: boxed, it is not carried, and moved, by
+                // every call's future.
+                return Box::pin(self.open_session()).await;
             };
             let fresh = session.idle_since.elapsed() < READ_TIMEOUT / 2;
             if fresh && session.io.fill_buf().now_or_never().is_none() {

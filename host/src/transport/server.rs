@@ -448,14 +448,16 @@ impl Node {
                 // goes away (a half-cancelled mutation helps nobody): it is
                 // polled in this request's task, and goes on in a task of
                 // its own only if the request is dropped. Shutdown waits
-                // for it either way (it is tracked).
-                let operation = self.operations.track_future(async move {
+                // for it either way (it is tracked). Its future is as large
+                // as the largest operation's, so it is boxed where it is
+                // made, and the wrappers below move a pointer.
+                let operation = self.operations.track_future(Box::pin(async move {
                     let _permit = permit;
                     match host.kind(&kind) {
                         Ok(kind) => execute(kind, request.call, budget).await,
                         Err(invalid) => error(invalid),
                     }
-                });
+                }));
                 let operation = std::panic::AssertUnwindSafe(operation).catch_unwind();
                 RunsToEnd::new(operation)
                     .await
