@@ -22,23 +22,25 @@
 //! Two measurements: criterion's per-call time (group `get_info`, or
 //! `get_info_real_engine`), and, before it, a plain sustained run per path
 //! with 1 and 8 concurrent callers that prints operations per second, p50
-//! and p99 latency, this process's CPU and context switches per call, and
-//! the ratios transport / in-process; beside them, `bare` (the same
-//! `get-info` frames exchanged with a server that has none of the node's
-//! protections: this protocol's floor, see [`bare`]), `kinds` through the
-//! node (an HTTP request with no operation behind it) and `echo`, a 512-byte
-//! frame sent and echoed back over a Unix socket on the same runtime (the
-//! floor of any request/answer protocol over the node's socket), under a
-//! line saying how this machine's idle CPUs wait (halt polling). Without
-//! `--bench` (a `cargo test` smoke run) the sustained run is cut down to a
-//! few calls.
+//! and p99 latency, this process's CPU, context switches and minor page
+//! faults per call, and the ratios transport / in-process; beside them,
+//! `bare` (the same `get-info` frames exchanged with a server that has
+//! none of the node's protections: this protocol's floor, see [`bare`]),
+//! `kinds` through the node (an HTTP request with no operation behind it)
+//! and `echo`, a 512-byte frame sent and echoed back over a Unix socket on
+//! the same runtime (the floor of any request/answer protocol over the
+//! node's socket), under a line saying how this machine's idle CPUs wait
+//! (halt polling). Without `--bench` (a `cargo test` smoke run) the
+//! sustained run is cut down to a few calls.
 
 mod common;
 
 use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use oac_fixtures::cpu::{IdleWait, process_context_switches, process_cpu_time};
+use oac_fixtures::cpu::{
+    IdleWait, process_context_switches, process_cpu_time, process_minor_faults,
+};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
@@ -252,6 +254,7 @@ struct Run {
     wall: Duration,
     cpu: Duration,
     switches: u64,
+    faults: u64,
 }
 
 impl Run {
@@ -260,6 +263,7 @@ impl Run {
         self.wall += other.wall;
         self.cpu += other.cpu;
         self.switches += other.switches;
+        self.faults += other.faults;
     }
 
     fn cpu_per_call(&self) -> Duration {
@@ -268,6 +272,10 @@ impl Run {
 
     fn switches_per_call(&self) -> f64 {
         self.switches as f64 / self.latencies.len() as f64
+    }
+
+    fn faults_per_call(&self) -> f64 {
+        self.faults as f64 / self.latencies.len() as f64
     }
 
     fn ops_per_second(&self) -> f64 {
@@ -286,6 +294,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
     let next = Arc::new(AtomicUsize::new(0));
     let cpu = process_cpu_time();
     let switches = process_context_switches();
+    let faults = process_minor_faults();
     let began = Instant::now();
     let tasks: Vec<_> = (0..callers)
         .map(|caller| {
@@ -337,6 +346,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
     run.wall = began.elapsed();
     run.cpu = process_cpu_time().saturating_sub(cpu);
     run.switches = process_context_switches().saturating_sub(switches);
+    run.faults = process_minor_faults().saturating_sub(faults);
     run
 }
 
@@ -363,8 +373,8 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
     // CPU's wake-up costs here (see BENCHMARKS.md, halt polling).
     println!("idle CPUs: {}", IdleWait::of_this_machine());
     println!(
-        "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}",
-        "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches"
+        "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}  {:>7}",
+        "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches", "faults"
     );
     for callers in CALLERS {
         // Warm up every path (pool slots, connections) before measuring.
@@ -389,13 +399,14 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         for (path, run) in ROUTES.iter().zip(&mut runs) {
             run.latencies.sort_unstable();
             println!(
-                "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}  {:>10}  {:>9.1}",
+                "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}  {:>10}  {:>9.1}  {:>7.2}",
                 path.name(),
                 run.ops_per_second(),
                 micros(run.percentile(0.50)),
                 micros(run.percentile(0.99)),
                 micros(run.cpu_per_call()),
                 run.switches_per_call(),
+                run.faults_per_call(),
             );
         }
         let [local, remote, bare, ..] = &runs;

@@ -3,8 +3,9 @@
 //! call against the same engine measured in the same run; and the process's
 //! memory per in-flight call, sampled while all 1 000 are held in the
 //! engine. Held bursts also print their two phases (up to the engine, and
-//! after it) in wall time and in the process's CPU per call, and 100
-//! alternating runs of each side print their medians and p99.
+//! after it) in wall time and in the process's CPU and minor page faults
+//! per call, and 100 alternating runs of each side print their medians and
+//! p99.
 //!
 //! What a call costs depends on what is in the caches, so with the engine
 //! answering at once the bench also prints the process's CPU per call for
@@ -19,7 +20,7 @@
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use oac_fixtures::cpu::process_cpu_time;
+use oac_fixtures::cpu::{process_cpu_time, process_minor_faults};
 use oac_fixtures::docker_engine::FakeDockerEngine;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::{Budget, Host, Runtime};
@@ -80,6 +81,8 @@ struct Held {
     arrived_cpu: Duration,
     /// CPU time of the process over `answered`.
     answered_cpu: Duration,
+    /// The process's minor page faults over `arrived`, and over `answered`.
+    faults: (u64, u64),
     /// The process's RSS while every call was held, KiB.
     rss_in_flight: u64,
 }
@@ -88,13 +91,16 @@ impl Held {
     fn print(&self, which: &str) {
         println!(
             "phases ({which}): all {n} requests in the engine after {:.1} ms \
-             ({:.1} µs CPU per call); released, all answered {:.1} ms later ({} ms of it the \
-             engine's latency; {:.1} µs CPU per call)",
+             ({:.1} µs CPU, {:.2} minor faults per call); released, all answered {:.1} ms \
+             later ({} ms of it the engine's latency; {:.1} µs CPU, {:.2} minor faults per \
+             call)",
             self.arrived.as_secs_f64() * 1e3,
             self.arrived_cpu.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
+            self.faults.0 as f64 / *IN_FLIGHT as f64,
             self.answered.as_secs_f64() * 1e3,
             LATENCY.as_millis(),
             self.answered_cpu.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
+            self.faults.1 as f64 / *IN_FLIGHT as f64,
             n = *IN_FLIGHT,
         );
     }
@@ -103,6 +109,7 @@ impl Held {
 async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let hold = engine.hold("GET", "/version");
     let cpu_started = process_cpu_time();
+    let faults_started = process_minor_faults();
     let started = Instant::now();
     let calls = {
         let host = host.clone();
@@ -111,8 +118,10 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
     let cpu_arrived = process_cpu_time();
+    let faults_arrived = process_minor_faults();
     let rss_in_flight = rss_kib();
     let cpu_released = process_cpu_time();
+    let faults_released = process_minor_faults();
     let released = Instant::now();
     hold.release();
     let answered = calls.await.expect("burst");
@@ -123,6 +132,10 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
         arrived_cpu: cpu_arrived.saturating_sub(cpu_started),
         answered: answered_in,
         answered_cpu: process_cpu_time().saturating_sub(cpu_released),
+        faults: (
+            faults_arrived.saturating_sub(faults_started),
+            process_minor_faults().saturating_sub(faults_released),
+        ),
         rss_in_flight,
     }
 }
