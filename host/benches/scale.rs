@@ -15,14 +15,24 @@
 //!
 //! Each call is a `get-info` on its own allocation whose component makes
 //! one `docker.version` request; the kind is registered with
-//! `max_concurrent_calls = 1024` (the registry's upper bound).
+//! `max_concurrent_calls = 1024` (the registry's upper bound). With
+//! `OAC_BENCH_COMPONENT=docker` the calls are the shipped `docker`
+//! adapter's own `get-info` instead (one container inspect each, with the
+//! host's ownership and policy checks on the answer), on allocations
+//! created through it first.
+//!
+//! `OAC_BENCH_ENGINE_THREAD=1` runs the fake engine on a thread of its own,
+//! as a real engine runs in a process of its own, and the held bursts then
+//! print the engine's share of the CPU per call: what of the process's CPU
+//! is the host's, and what the fixture's.
 
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use oac_fixtures::cpu::{process_cpu_time, process_minor_faults};
+use oac_fixtures::cpu::{process_cpu_time, process_minor_faults, threads_cpu_time};
 use oac_fixtures::docker_engine::FakeDockerEngine;
 use sandbox_host::provider::SandboxProvider;
+use sandbox_host::types::{Bootstrap, NetworkAccess};
 use sandbox_host::{Budget, Host, Runtime};
 use serde_json::json;
 use std::sync::Arc;
@@ -38,6 +48,103 @@ static IN_FLIGHT: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
         .filter(|count| *count > 0)
         .unwrap_or(1_000)
 });
+
+/// Which component answers the calls (`OAC_BENCH_COMPONENT`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Component {
+    /// The steerable test component, steered to make one `docker.version`
+    /// request per call.
+    Steerable,
+    /// The shipped `docker` adapter: its `get-info` inspects the
+    /// allocation's container.
+    Docker,
+}
+
+static COMPONENT: std::sync::LazyLock<Component> =
+    std::sync::LazyLock::new(|| match std::env::var("OAC_BENCH_COMPONENT").as_deref() {
+        Ok("docker") => Component::Docker,
+        Ok("steerable") | Err(_) => Component::Steerable,
+        Ok(other) => panic!("OAC_BENCH_COMPONENT: `steerable` or `docker`, not `{other}`"),
+    });
+
+impl Component {
+    /// Loads the component as the kind `slow` against `engine`.
+    async fn load(self, runtime: Arc<Runtime>, engine: &FakeDockerEngine) -> Host {
+        let (builtin, configuration) = match self {
+            Component::Steerable => ("steerable", json!({ "action": "version" })),
+            Component::Docker => ("docker", json!({})),
+        };
+        common::load_builtin(
+            runtime,
+            builtin,
+            engine.socket(),
+            &[("slow", configuration)],
+            Some(1024),
+        )
+        .await
+    }
+
+    /// What a call asks of the engine: the request a held burst holds.
+    fn request(self) -> (&'static str, &'static str) {
+        match self {
+            Component::Steerable => ("GET", "/version"),
+            Component::Docker => ("GET", "/json"),
+        }
+    }
+
+    /// Makes every allocation a call observes exist: the docker adapter
+    /// answers `get-info` from the allocation's container.
+    async fn prepare(self, host: &Host, engine: &FakeDockerEngine) {
+        if self == Component::Steerable {
+            return;
+        }
+        engine.insert_image("oac-bench-runtime:scale", common::POLICY_IMAGE);
+        let kind = host.kind("slow").expect("a loaded kind");
+        let budget = Budget::from_millis(30_000).expect("budget");
+        for index in 0..*IN_FLIGHT {
+            let bootstrap = Bootstrap {
+                reference: common::reference(&format!("a{index}")),
+                session_id: "bench-session".into(),
+                device_id: "bench-device".into(),
+                core_url: "https://core.invalid".into(),
+                daemon_credential: "bench-daemon-credential".into(),
+                harness: "bench-harness".into(),
+                network_access: NetworkAccess::Disabled,
+                allowed_domains: Vec::new(),
+            };
+            kind.create(bootstrap, budget).await.expect("created");
+        }
+    }
+}
+
+/// The name of the fake engine's thread when it runs on one of its own.
+const ENGINE_THREAD: &str = "fake-engine";
+
+/// Whether the fake engine runs on a thread of its own
+/// (`OAC_BENCH_ENGINE_THREAD`) rather than on the host's runtime.
+static ENGINE_ON_OWN_THREAD: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_ENGINE_THREAD").is_some());
+
+/// Starts the fake engine on a thread of its own, with a runtime of its own.
+fn engine_on_own_thread() -> FakeDockerEngine {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(ENGINE_THREAD.into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio");
+            runtime.block_on(async move {
+                let engine = FakeDockerEngine::start().await.expect("fake engine");
+                sender.send(engine).expect("the bench waits for its engine");
+                std::future::pending::<()>().await
+            })
+        })
+        .expect("the engine's thread");
+    receiver.recv().expect("the engine started")
+}
+
 /// How long the engine holds every request.
 const LATENCY: Duration = Duration::from_millis(50);
 
@@ -81,6 +188,9 @@ struct Held {
     arrived_cpu: Duration,
     /// CPU time of the process over `answered`.
     answered_cpu: Duration,
+    /// CPU time of the engine's own thread over `arrived`, and over
+    /// `answered` (zero when the engine shares the host's runtime).
+    engine_cpu: (Duration, Duration),
     /// The process's minor page faults over `arrived`, and over `answered`.
     faults: (u64, u64),
     /// The process's RSS while every call was held, KiB.
@@ -103,12 +213,22 @@ impl Held {
             self.faults.1 as f64 / *IN_FLIGHT as f64,
             n = *IN_FLIGHT,
         );
+        if *ENGINE_ON_OWN_THREAD {
+            println!(
+                "  of it the fake engine's thread: {:.1} µs per call before the release, \
+                 {:.1} µs after",
+                self.engine_cpu.0.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
+                self.engine_cpu.1.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
+            );
+        }
     }
 }
 
 async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
-    let hold = engine.hold("GET", "/version");
+    let (method, path) = COMPONENT.request();
+    let hold = engine.hold(method, path);
     let cpu_started = process_cpu_time();
+    let engine_started = threads_cpu_time(ENGINE_THREAD);
     let faults_started = process_minor_faults();
     let started = Instant::now();
     let calls = {
@@ -118,9 +238,11 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
     let cpu_arrived = process_cpu_time();
+    let engine_arrived = threads_cpu_time(ENGINE_THREAD);
     let faults_arrived = process_minor_faults();
     let rss_in_flight = rss_kib();
     let cpu_released = process_cpu_time();
+    let engine_released = threads_cpu_time(ENGINE_THREAD);
     let faults_released = process_minor_faults();
     let released = Instant::now();
     hold.release();
@@ -132,6 +254,10 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
         arrived_cpu: cpu_arrived.saturating_sub(cpu_started),
         answered: answered_in,
         answered_cpu: process_cpu_time().saturating_sub(cpu_released),
+        engine_cpu: (
+            engine_arrived.saturating_sub(engine_started),
+            threads_cpu_time(ENGINE_THREAD).saturating_sub(engine_released),
+        ),
         faults: (
             faults_arrived.saturating_sub(faults_started),
             process_minor_faults().saturating_sub(faults_released),
@@ -213,10 +339,14 @@ async fn timed(host: &Arc<Host>, count: usize, iters: u64) -> Duration {
 fn scale(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let runtime = Runtime::new().expect("engine");
+    let own_thread = ENGINE_ON_OWN_THREAD.then(engine_on_own_thread);
     let (engine, host) = rt.block_on(async {
-        let engine = FakeDockerEngine::start().await.expect("fake engine");
-        let kinds = [("slow", json!({ "action": "version" }))];
-        let host = common::load_steered(runtime.clone(), engine.socket(), &kinds, Some(1024)).await;
+        let engine = match own_thread {
+            Some(engine) => engine,
+            None => FakeDockerEngine::start().await.expect("fake engine"),
+        };
+        let host = COMPONENT.load(runtime.clone(), &engine).await;
+        COMPONENT.prepare(&host, &engine).await;
         (engine, Arc::new(host))
     });
     engine.slow_down(LATENCY);

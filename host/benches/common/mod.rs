@@ -13,21 +13,40 @@ use std::sync::Arc;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The image id the benches' container policy names.
+#[allow(dead_code, reason = "only the scale bench creates containers")]
+pub const POLICY_IMAGE: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
 /// The staged steerable test component under `kind`, steered by its
 /// configuration, granted the engine at `socket`; `max_concurrent_calls`
 /// replaces the registry row's own.
+#[allow(dead_code, reason = "the scale bench chooses its component")]
 pub async fn load_steered(
     runtime: Arc<Runtime>,
     socket: &Path,
     kinds: &[(&str, serde_json::Value)],
     max_concurrent_calls: Option<u32>,
 ) -> Host {
+    load_builtin(runtime, "steerable", socket, kinds, max_concurrent_calls).await
+}
+
+/// The builtin kind `builtin`'s component under each of `kinds`, granted
+/// the engine at `socket`; `max_concurrent_calls` replaces the registry
+/// row's own.
+pub async fn load_builtin(
+    runtime: Arc<Runtime>,
+    builtin: &str,
+    socket: &Path,
+    kinds: &[(&str, serde_json::Value)],
+    max_concurrent_calls: Option<u32>,
+) -> Host {
     let row = registry::builtin()
         .into_iter()
-        .find(|row| row.kind == "steerable")
-        .expect("the builtin table has the steerable kind");
+        .find(|row| row.kind == builtin)
+        .expect("the builtin table has the kind");
     let settings = PolicySettings {
-        image: format!("sha256:{}", "0".repeat(64)),
+        image: POLICY_IMAGE.into(),
         network: "none".into(),
         seccomp_profile: PathBuf::new(),
         cpus: 1.0,

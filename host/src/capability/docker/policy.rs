@@ -90,7 +90,9 @@ pub struct PolicyError(pub &'static str);
 pub struct ContainerPolicy {
     image: String,
     network: String,
-    seccomp_profile: String,
+    /// `SecurityOpt` as every container gets it and every inspection
+    /// checks it, made once: its seccomp entry carries the whole profile.
+    security_options: [String; 3],
     nano_cpus: i64,
     memory_bytes: i64,
     pids_limit: i64,
@@ -181,7 +183,11 @@ impl ContainerPolicy {
         Ok(Self {
             image: settings.image.clone(),
             network: settings.network.clone(),
-            seccomp_profile,
+            security_options: [
+                "no-new-privileges".into(),
+                format!("seccomp={seccomp_profile}"),
+                "apparmor=unconfined".into(),
+            ],
             nano_cpus: (cpus * 1e9).round() as i64,
             memory_bytes: (settings.memory_mib << 20) as i64,
             pids_limit: i64::from(settings.pids_limit),
@@ -202,21 +208,12 @@ impl ContainerPolicy {
         &self.image
     }
 
-    fn security_options(&self) -> Vec<String> {
-        vec![
-            "no-new-privileges".into(),
-            format!("seccomp={}", self.seccomp_profile),
-            "apparmor=unconfined".into(),
-        ]
-    }
-
-    fn masked_paths(&self) -> Vec<String> {
-        let paths: &[&str] = if self.nested_sandbox {
+    fn masked_paths(&self) -> &'static [&'static str] {
+        if self.nested_sandbox {
             &NESTED_MASKED_PATHS
         } else {
             &DEFAULT_MASKED_PATHS
-        };
-        paths.iter().map(|path| path.to_string()).collect()
+        }
     }
 
     /// The create body: the component's fields, the ownership labels, and
@@ -236,7 +233,7 @@ impl ContainerPolicy {
             host_config: Some(HostConfig {
                 readonly_rootfs: Some(true),
                 cap_drop: Some(vec!["ALL".into()]),
-                security_opt: Some(self.security_options()),
+                security_opt: Some(self.security_options.to_vec()),
                 privileged: Some(false),
                 network_mode: Some(self.network.clone()),
                 extra_hosts: Some(request.extra_hosts.clone()),
@@ -245,8 +242,8 @@ impl ContainerPolicy {
                 pids_limit: Some(self.pids_limit),
                 tmpfs: Some(HashMap::from([(TMPFS.0.into(), TMPFS.1.into())])),
                 mounts: Some(request.mounts.iter().map(engine_mount).collect()),
-                masked_paths: Some(self.masked_paths()),
-                readonly_paths: Some(READONLY_PATHS.map(String::from).to_vec()),
+                masked_paths: Some(owned(self.masked_paths())),
+                readonly_paths: Some(owned(&READONLY_PATHS)),
                 init: Some(self.nested_sandbox),
                 log_config: Some(HostConfigLogConfig {
                     typ: Some(LOG_DRIVER.into()),
@@ -314,7 +311,7 @@ impl ContainerPolicy {
             ("cap-add", empty(&host.cap_add)),
             (
                 "security-opt",
-                same_set(&host.security_opt, &self.security_options()),
+                same_set(&host.security_opt, &self.security_options),
             ),
             ("privileged", host.privileged != Some(true)),
             (
@@ -327,11 +324,11 @@ impl ContainerPolicy {
             ("tmpfs", tmpfs_ok),
             (
                 "masked-paths",
-                host.masked_paths == Some(self.masked_paths()),
+                same_list(&host.masked_paths, self.masked_paths()),
             ),
             (
                 "readonly-paths",
-                host.readonly_paths == Some(READONLY_PATHS.map(String::from).to_vec()),
+                same_list(&host.readonly_paths, &READONLY_PATHS),
             ),
             ("init", host.init.unwrap_or(false) == self.nested_sandbox),
             ("log-config", log_ok),
@@ -410,11 +407,27 @@ impl ContainerPolicy {
 }
 
 fn same_set(found: &Option<Vec<String>>, wanted: &[String]) -> bool {
-    let mut found = found.clone().unwrap_or_default();
-    let mut wanted = wanted.to_vec();
-    found.sort();
-    wanted.sort();
-    found == wanted
+    // Compared in place: an entry may be a whole seccomp profile, and
+    // this runs on every inspection. Equal lengths and equal counts of
+    // each wanted entry make the same multiset.
+    let found = found.as_deref().unwrap_or_default();
+    let count = |list: &[String], entry: &String| list.iter().filter(|item| *item == entry).count();
+    found.len() == wanted.len()
+        && wanted
+            .iter()
+            .all(|entry| count(found, entry) == count(wanted, entry))
+}
+
+/// Whether `found` is exactly `wanted`, in order.
+fn same_list(found: &Option<Vec<String>>, wanted: &[&str]) -> bool {
+    found
+        .as_deref()
+        .is_some_and(|found| found.iter().map(String::as_str).eq(wanted.iter().copied()))
+}
+
+/// A list of owned strings, for a create body.
+fn owned(list: &[&str]) -> Vec<String> {
+    list.iter().map(|item| item.to_string()).collect()
 }
 
 /// A mount as the engine echoes it: an unset read-only flag or subpath
@@ -553,6 +566,44 @@ mod tests {
             host.readonly_paths,
             Some(READONLY_PATHS.map(String::from).to_vec())
         );
+    }
+
+    /// The security options are a set: their order is the engine's, but
+    /// an extra, a missing or a repeated entry is a different set.
+    #[test]
+    fn security_options_are_compared_as_a_set() {
+        let policy = policy(false);
+        let seccomp = format!("seccomp={PROFILE}");
+        let with = |options: &[&str]| {
+            let mut container = inspected(&policy);
+            container
+                .host_config
+                .as_mut()
+                .expect("host config")
+                .security_opt = Some(options.iter().map(|option| option.to_string()).collect());
+            policy.nonconformity(&container)
+        };
+        assert_eq!(
+            with(&["apparmor=unconfined", &seccomp, "no-new-privileges"]),
+            None
+        );
+        for options in [
+            &[
+                "no-new-privileges",
+                &seccomp,
+                "apparmor=unconfined",
+                "label=disable",
+            ][..],
+            &["no-new-privileges", &seccomp],
+            &["no-new-privileges", &seccomp, &seccomp],
+            &[
+                "no-new-privileges",
+                "no-new-privileges",
+                "apparmor=unconfined",
+            ],
+        ] {
+            assert_eq!(with(options), Some("security-opt"), "{options:?}");
+        }
     }
 
     /// Each way an engine (or an earlier, weaker host) could have left a
