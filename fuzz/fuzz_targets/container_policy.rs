@@ -5,8 +5,8 @@
 //! privileged, the policy's network, image, limits and seccomp profile.
 #![no_main]
 
-use bollard_stubs::models::ContainerInspectResponse;
 use libfuzzer_sys::fuzz_target;
+use sandbox_host::capability::docker::inspection::InspectedContainer;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings, RUNTIME_USER};
 use std::sync::LazyLock;
 
@@ -27,7 +27,7 @@ static POLICY: LazyLock<ContainerPolicy> = LazyLock::new(|| {
 });
 
 fuzz_target!(|bytes: &[u8]| {
-    let Ok(container) = serde_json::from_slice::<ContainerInspectResponse>(bytes) else {
+    let Ok(container) = serde_json::from_slice::<InspectedContainer>(bytes) else {
         return;
     };
     if POLICY.nonconformity(&container).is_some() {

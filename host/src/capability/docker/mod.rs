@@ -8,6 +8,7 @@
 mod archive;
 mod engine;
 pub(crate) mod imports;
+pub mod inspection;
 pub mod policy;
 mod proven;
 pub(crate) mod request;
@@ -19,12 +20,13 @@ use crate::bindings::oac::sandbox_provider::docker::{
 use crate::capability::boundary::{Action, Boundary, Crossing, Decided, DockerAction};
 use crate::capability::scope::{CallScope, INSTALLATION_LABEL, ownership_labels};
 use bollard_stubs::models::{
-    ContainerCreateBody, ContainerCreateResponse, ContainerInspectResponse,
-    ContainerStateStatusEnum, ContainerStatsResponse, ExecConfig, ExecInspectResponse, IdResponse,
-    ImageInspect, SystemInfo, SystemVersion, Volume, VolumeCreateRequest, VolumeListResponse,
+    ContainerCreateBody, ContainerCreateResponse, ContainerStateStatusEnum, ContainerStatsResponse,
+    ExecConfig, ExecInspectResponse, IdResponse, ImageInspect, SystemInfo, SystemVersion, Volume,
+    VolumeCreateRequest, VolumeListResponse,
 };
 use engine::{Body, Engine, EngineError};
 use hyper::Method;
+use inspection::InspectedContainer;
 use policy::ContainerPolicy;
 use proven::Proof;
 pub(crate) use proven::ProvenContainers;
@@ -127,7 +129,7 @@ fn exec_config(spec: &ExecSpec) -> ExecConfig {
 /// A container the ownership check saw: its full id and what inspect said.
 struct Owned {
     id: String,
-    inspected: ContainerInspectResponse,
+    inspected: InspectedContainer,
     /// What the inspection proved (also recorded for the rest of the call).
     proof: Proof,
 }
@@ -186,7 +188,7 @@ impl DockerBroker {
 }
 
 /// Where `inspected`'s mounts are, inside the container.
-fn mount_targets(inspected: &ContainerInspectResponse) -> Vec<String> {
+fn mount_targets(inspected: &InspectedContainer) -> Vec<String> {
     inspected
         .host_config
         .as_ref()
@@ -324,7 +326,7 @@ impl DockerCall<'_> {
     async fn owned_container(&self, input: &str) -> Result<Owned, DockerError> {
         let key = container_key(input).map_err(|_| DockerError::Invalid)?;
         let decided = self.decide(DockerAction::ContainerInspect, key, false);
-        let mut inspected: ContainerInspectResponse = self
+        let mut inspected: InspectedContainer = self
             .dispatch(
                 &decided,
                 self.engine()

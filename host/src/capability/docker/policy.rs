@@ -4,10 +4,11 @@
 //! may decide, and checks every container against the policy — right after
 //! creating it, and before starting, exec'ing into or uploading to it.
 
+use super::inspection::InspectedContainer;
 use super::request::ContainerRequest;
 use bollard_stubs::models::{
-    ContainerConfig, ContainerCreateBody, ContainerInspectResponse, HostConfig,
-    HostConfigLogConfig, Mount, MountType, MountVolumeOptions,
+    ContainerConfig, ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType,
+    MountVolumeOptions,
 };
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -262,7 +263,7 @@ impl ContainerPolicy {
 
     /// Which isolation setting of an inspected container differs from the
     /// policy (`None`: it conforms). Names the field only.
-    pub fn nonconformity(&self, container: &ContainerInspectResponse) -> Option<&'static str> {
+    pub fn nonconformity(&self, container: &InspectedContainer) -> Option<&'static str> {
         // Borrowed, not cloned: this runs on every inspection of a call.
         let (no_config, no_host) = (ContainerConfig::default(), HostConfig::default());
         let config = container.config.as_ref().unwrap_or(&no_config);
@@ -365,14 +366,15 @@ impl ContainerPolicy {
     /// exactly what was asked for (used right after create).
     pub fn mismatch(
         &self,
-        container: &ContainerInspectResponse,
+        container: &InspectedContainer,
         request: &ContainerRequest,
     ) -> Option<&'static str> {
         if let Some(field) = self.nonconformity(container) {
             return Some(field);
         }
-        let config = container.config.clone().unwrap_or_default();
-        let host = container.host_config.clone().unwrap_or_default();
+        let (no_config, no_host) = (ContainerConfig::default(), HostConfig::default());
+        let config = container.config.as_ref().unwrap_or(&no_config);
+        let host = container.host_config.as_ref().unwrap_or(&no_host);
         let name_ok = container
             .name
             .as_deref()
@@ -392,7 +394,8 @@ impl ContainerPolicy {
             .map(|m| mount_key(&m))
             .collect();
         let mounts_ok = found == wanted;
-        let hosts_ok = host.extra_hosts.clone().unwrap_or_default() == request.extra_hosts;
+        let hosts_ok =
+            host.extra_hosts.as_deref().unwrap_or_default() == request.extra_hosts.as_slice();
         let cmd_ok = request.cmd.is_empty() || config.cmd.as_deref() == Some(&request.cmd[..]);
         [
             ("name", name_ok),
@@ -517,9 +520,9 @@ mod tests {
     }
 
     /// What an engine that applies the body faithfully reports on inspect.
-    fn inspected(policy: &ContainerPolicy) -> ContainerInspectResponse {
+    fn inspected(policy: &ContainerPolicy) -> InspectedContainer {
         let body = policy.create_body(&request(), HashMap::new());
-        ContainerInspectResponse {
+        InspectedContainer {
             id: Some("f".repeat(64)),
             name: Some("/oac-abc".into()),
             image: Some(format!("sha256:{}", "b".repeat(64))),
@@ -610,7 +613,7 @@ mod tests {
     /// container below the policy; every one is caught and named.
     #[test]
     fn every_weakened_setting_is_caught() {
-        type Spoil = Box<dyn Fn(&mut ContainerInspectResponse)>;
+        type Spoil = Box<dyn Fn(&mut InspectedContainer)>;
         let config = |f: fn(&mut ContainerConfig)| -> Spoil {
             Box::new(move |c| f(c.config.as_mut().expect("config")))
         };
