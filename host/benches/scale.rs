@@ -224,11 +224,21 @@ impl Held {
     }
 }
 
+/// The fake engine's thread's CPU so far, read only when it has a thread
+/// of its own (each read walks every thread of the process).
+fn engine_cpu() -> Duration {
+    if *ENGINE_ON_OWN_THREAD {
+        threads_cpu_time(ENGINE_THREAD)
+    } else {
+        Duration::ZERO
+    }
+}
+
 async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let (method, path) = COMPONENT.request();
     let hold = engine.hold(method, path);
     let cpu_started = process_cpu_time();
-    let engine_started = threads_cpu_time(ENGINE_THREAD);
+    let engine_started = engine_cpu();
     let faults_started = process_minor_faults();
     let started = Instant::now();
     let calls = {
@@ -238,11 +248,11 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
     let cpu_arrived = process_cpu_time();
-    let engine_arrived = threads_cpu_time(ENGINE_THREAD);
+    let engine_arrived = engine_cpu();
     let faults_arrived = process_minor_faults();
     let rss_in_flight = rss_kib();
     let cpu_released = process_cpu_time();
-    let engine_released = threads_cpu_time(ENGINE_THREAD);
+    let engine_released = engine_cpu();
     let faults_released = process_minor_faults();
     let released = Instant::now();
     hold.release();
@@ -256,7 +266,7 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
         answered_cpu: process_cpu_time().saturating_sub(cpu_released),
         engine_cpu: (
             engine_arrived.saturating_sub(engine_started),
-            threads_cpu_time(ENGINE_THREAD).saturating_sub(engine_released),
+            engine_cpu().saturating_sub(engine_released),
         ),
         faults: (
             faults_arrived.saturating_sub(faults_started),
