@@ -3,7 +3,7 @@
 //! `ContainerInspectResponse` (the baseline) and into the fields the host
 //! reads (`InspectedContainer`), measured in the same run on an answer that
 //! Docker Engine 26.1.5 (API 1.45) wrote for a container with the runtime's
-//! kind of settings (`data/container-inspect.json`).
+//! kind of settings (`tests/data/container-inspect.json`).
 
 mod common;
 
@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 /// The engine's answer, as it came off the socket (JSON without spaces).
-const ANSWER: &[u8] = include_bytes!("data/container-inspect.json");
+const ANSWER: &[u8] = include_bytes!("../tests/data/container-inspect.json");
 
 fn full() -> ContainerInspectResponse {
     serde_json::from_slice(black_box(ANSWER)).expect("the engine's answer parses")
