@@ -5,7 +5,9 @@
 //! engine. Held bursts also print their two phases (up to the engine, and
 //! after it) in wall time and in the process's CPU and minor page faults
 //! per call, and 100 alternating runs of each side print their medians and
-//! p99.
+//! p99, and when the last call of each burst was first polled (the span
+//! the runtime takes to start every call, which the wall time adds to the
+//! engine's latency).
 //!
 //! What a call costs depends on what is in the caches, so with the engine
 //! answering at once the bench also prints the process's CPU per call for
@@ -158,22 +160,43 @@ fn rss_kib() -> u64 {
         .expect("VmRSS")
 }
 
-/// Runs `count` calls at once, each on its own allocation, and returns
-/// how many answered.
-async fn burst(host: &Arc<Host>, count: usize) -> usize {
+/// What a burst of calls did.
+struct Burst {
+    /// How many calls answered.
+    answered: usize,
+    /// When the last call was first polled, from the burst's start: how
+    /// long the runtime took to start every call. Each call's work before
+    /// its request waits behind the calls started before it.
+    last_started: Duration,
+}
+
+/// Runs `count` calls at once, each on its own allocation.
+async fn burst(host: &Arc<Host>, count: usize) -> Burst {
     let budget = Budget::from_millis(30_000).expect("budget");
+    let began = Instant::now();
     let mut calls = tokio::task::JoinSet::new();
     for index in 0..count {
         let host = host.clone();
         calls.spawn(async move {
-            host.kind("slow")
+            let started = began.elapsed();
+            let answered = host
+                .kind("slow")
                 .expect("a loaded kind")
                 .get_info(common::reference(&format!("a{index}")), budget)
                 .await
-                .is_ok()
+                .is_ok();
+            (answered, started)
         });
     }
-    calls.join_all().await.into_iter().filter(|ok| *ok).count()
+    let ends = calls.join_all().await;
+    Burst {
+        answered: ends.iter().filter(|(answered, _)| *answered).count(),
+        last_started: ends
+            .iter()
+            .map(|(_, started)| *started)
+            .max()
+            .unwrap_or_default(),
+    }
 }
 
 /// A burst held in the engine until all of it has arrived, then released.
@@ -243,7 +266,7 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let started = Instant::now();
     let calls = {
         let host = host.clone();
-        tokio::spawn(async move { burst(&host, *IN_FLIGHT).await })
+        tokio::spawn(async move { burst(&host, *IN_FLIGHT).await.answered })
     };
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
@@ -318,7 +341,7 @@ async fn cost_per_call(host: &Arc<Host>) -> (Duration, Duration, Duration) {
     let bursts = (calls / *IN_FLIGHT).max(1);
     let cpu = process_cpu_time();
     for _ in 0..bursts {
-        assert_eq!(burst(host, *IN_FLIGHT).await, *IN_FLIGHT);
+        assert_eq!(burst(host, *IN_FLIGHT).await.answered, *IN_FLIGHT);
     }
     let in_bursts = process_cpu_time().saturating_sub(cpu);
     // A tenth as many: each waits for a walk over the 64 MiB.
@@ -332,15 +355,18 @@ async fn cost_per_call(host: &Arc<Host>) -> (Duration, Duration, Duration) {
 
 /// Times `iters` bursts of `count` calls, driven from a task on the
 /// runtime (as the node's request handlers are), not from the bench's
-/// thread.
-async fn timed(host: &Arc<Host>, count: usize, iters: u64) -> Duration {
+/// thread; also returns the last burst's [`Burst::last_started`].
+async fn timed(host: &Arc<Host>, count: usize, iters: u64) -> (Duration, Duration) {
     let host = host.clone();
     tokio::spawn(async move {
         let start = Instant::now();
+        let mut last_started = Duration::ZERO;
         for _ in 0..iters {
-            assert_eq!(burst(&host, count).await, count);
+            let burst = burst(&host, count).await;
+            assert_eq!(burst.answered, count);
+            last_started = burst.last_started;
         }
-        start.elapsed()
+        (start.elapsed(), last_started)
     })
     .await
     .expect("bursts")
@@ -364,7 +390,7 @@ fn scale(c: &mut Criterion) {
     // Memory per in-flight call: every call held in the engine at once,
     // the first time 1 000 pool slots are used.
     rt.block_on(async {
-        assert_eq!(burst(&host, 8).await, 8, "warm-up");
+        assert_eq!(burst(&host, 8).await.answered, 8, "warm-up");
         let before = rss_kib();
         let cold = held_burst(&host, &engine).await;
         let after = rss_kib();
@@ -399,9 +425,12 @@ fn scale(c: &mut Criterion) {
     // before criterion's estimates (100 of each: the p99 is the 99th).
     let rounds = if common::measuring() { 100 } else { 2 };
     let (mut one, mut all) = (common::Timings::default(), common::Timings::default());
+    let mut last_started = common::Timings::default();
     for _ in 0..rounds {
-        one.push(rt.block_on(timed(&host, 1, 1)));
-        all.push(rt.block_on(timed(&host, *IN_FLIGHT, 1)));
+        one.push(rt.block_on(timed(&host, 1, 1)).0);
+        let (wall, started) = rt.block_on(timed(&host, *IN_FLIGHT, 1));
+        all.push(wall);
+        last_started.push(started);
     }
     let millis = |time: Duration| time.as_secs_f64() * 1e3;
     println!(
@@ -415,14 +444,22 @@ fn scale(c: &mut Criterion) {
         millis(all.percentile(0.99)) / millis(one.percentile(0.99)),
         n = *IN_FLIGHT,
     );
+    println!(
+        "  the last of the {n} calls first polled after p50 {:.2} ms, p99 {:.2} ms \
+         (the engine holds each request {:.0} ms from its arrival)",
+        millis(last_started.percentile(0.50)),
+        millis(last_started.percentile(0.99)),
+        millis(LATENCY),
+        n = *IN_FLIGHT,
+    );
 
     let mut group = c.benchmark_group("scale");
     group.sample_size(10);
     group.bench_function("baseline_one_call_slow_engine", |b| {
-        b.iter_custom(|iters| rt.block_on(timed(&host, 1, iters)))
+        b.iter_custom(|iters| rt.block_on(timed(&host, 1, iters)).0)
     });
     group.bench_function(format!("in_flight_{}_slow_engine", *IN_FLIGHT), |b| {
-        b.iter_custom(|iters| rt.block_on(timed(&host, *IN_FLIGHT, iters)))
+        b.iter_custom(|iters| rt.block_on(timed(&host, *IN_FLIGHT, iters)).0)
     });
     group.finish();
 }
