@@ -4,7 +4,7 @@
 //! may decide, and checks every container against the policy — right after
 //! creating it, and before starting, exec'ing into or uploading to it.
 
-use super::inspection::InspectedContainer;
+use super::inspection::{InspectedContainer, InspectedHost, SecurityOption, encoded};
 use super::request::ContainerRequest;
 use bollard_stubs::models::{
     ContainerConfig, ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType,
@@ -94,6 +94,9 @@ pub struct ContainerPolicy {
     /// `SecurityOpt` as every container gets it and every inspection
     /// checks it, made once: its seccomp entry carries the whole profile.
     security_options: [String; 3],
+    /// Each of `security_options` as a JSON string token: an inspection's
+    /// options are compared in this form before any is decoded.
+    security_encoded: [String; 3],
     nano_cpus: i64,
     memory_bytes: i64,
     pids_limit: i64,
@@ -181,14 +184,16 @@ impl ContainerPolicy {
         if !(1..=MAX_PIDS).contains(&settings.pids_limit) {
             return Err(PolicyError("pids_limit"));
         }
+        let security_options = [
+            "no-new-privileges".to_string(),
+            format!("seccomp={seccomp_profile}"),
+            "apparmor=unconfined".to_string(),
+        ];
         Ok(Self {
             image: settings.image.clone(),
             network: settings.network.clone(),
-            security_options: [
-                "no-new-privileges".into(),
-                format!("seccomp={seccomp_profile}"),
-                "apparmor=unconfined".into(),
-            ],
+            security_encoded: security_options.each_ref().map(|option| encoded(option)),
+            security_options,
             nano_cpus: (cpus * 1e9).round() as i64,
             memory_bytes: (settings.memory_mib << 20) as i64,
             pids_limit: i64::from(settings.pids_limit),
@@ -265,7 +270,7 @@ impl ContainerPolicy {
     /// policy (`None`: it conforms). Names the field only.
     pub fn nonconformity(&self, container: &InspectedContainer) -> Option<&'static str> {
         // Borrowed, not cloned: this runs on every inspection of a call.
-        let (no_config, no_host) = (ContainerConfig::default(), HostConfig::default());
+        let (no_config, no_host) = (ContainerConfig::default(), InspectedHost::default());
         let config = container.config.as_ref().unwrap_or(&no_config);
         let host = container.host_config.as_ref().unwrap_or(&no_host);
         let empty = |list: &Option<Vec<String>>| list.as_ref().is_none_or(Vec::is_empty);
@@ -312,7 +317,11 @@ impl ContainerPolicy {
             ("cap-add", empty(&host.cap_add)),
             (
                 "security-opt",
-                same_set(&host.security_opt, &self.security_options),
+                same_options(
+                    &host.security_opt,
+                    &self.security_options,
+                    &self.security_encoded,
+                ),
             ),
             ("privileged", host.privileged != Some(true)),
             (
@@ -372,7 +381,7 @@ impl ContainerPolicy {
         if let Some(field) = self.nonconformity(container) {
             return Some(field);
         }
-        let (no_config, no_host) = (ContainerConfig::default(), HostConfig::default());
+        let (no_config, no_host) = (ContainerConfig::default(), InspectedHost::default());
         let config = container.config.as_ref().unwrap_or(&no_config);
         let host = container.host_config.as_ref().unwrap_or(&no_host);
         let name_ok = container
@@ -409,16 +418,31 @@ impl ContainerPolicy {
     }
 }
 
-fn same_set(found: &Option<Vec<String>>, wanted: &[String]) -> bool {
-    // Compared in place: an entry may be a whole seccomp profile, and
-    // this runs on every inspection. Equal lengths and equal counts of
-    // each wanted entry make the same multiset.
+/// Whether `found` holds the options of `wanted`, as a multiset.
+fn same_options(
+    found: &Option<Vec<SecurityOption>>,
+    wanted: &[String],
+    wanted_encoded: &[String],
+) -> bool {
+    // An entry may be a whole seccomp profile, and this runs on every
+    // inspection: each found option is matched in its encoded form and
+    // decoded only when the engine encoded it otherwise. Equal lengths and
+    // equal counts of each wanted entry make the same multiset.
     let found = found.as_deref().unwrap_or_default();
-    let count = |list: &[String], entry: &String| list.iter().filter(|item| *item == entry).count();
-    found.len() == wanted.len()
-        && wanted
-            .iter()
-            .all(|entry| count(found, entry) == count(wanted, entry))
+    if found.len() != wanted.len() {
+        return false;
+    }
+    let Some(texts) = found
+        .iter()
+        .map(|option| option.text_among(wanted, wanted_encoded))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return false;
+    };
+    wanted.iter().all(|entry| {
+        texts.iter().filter(|text| **text == entry.as_str()).count()
+            == wanted.iter().filter(|item| *item == entry).count()
+    })
 }
 
 /// Whether `found` is exactly `wanted`, in order.
@@ -532,7 +556,11 @@ mod tests {
                 cmd: body.cmd.clone(),
                 ..Default::default()
             }),
-            host_config: body.host_config,
+            // Through the parser, as an engine's answer would come.
+            host_config: body.host_config.map(|host| {
+                serde_json::from_value(serde_json::to_value(host).expect("JSON"))
+                    .expect("parses as an inspection's")
+            }),
             ..Default::default()
         }
     }
@@ -583,7 +611,12 @@ mod tests {
                 .host_config
                 .as_mut()
                 .expect("host config")
-                .security_opt = Some(options.iter().map(|option| option.to_string()).collect());
+                .security_opt = Some(
+                options
+                    .iter()
+                    .map(|option| SecurityOption::new(option))
+                    .collect(),
+            );
             policy.nonconformity(&container)
         };
         assert_eq!(
@@ -607,6 +640,34 @@ mod tests {
         ] {
             assert_eq!(with(options), Some("security-opt"), "{options:?}");
         }
+        // As the engine wrote them: another encoding of the same options
+        // conforms, an option that decodes to no string does not.
+        let written = |tokens: &[&str]| {
+            let mut container = inspected(&policy);
+            container
+                .host_config
+                .as_mut()
+                .expect("host config")
+                .security_opt = Some(
+                tokens
+                    .iter()
+                    .map(|token| serde_json::from_str(token).expect("a string"))
+                    .collect(),
+            );
+            policy.nonconformity(&container)
+        };
+        let seccomp = serde_json::to_string(&seccomp).expect("JSON");
+        let escaped = seccomp.replacen("seccomp", "\\u0073eccomp", 1);
+        assert_ne!(escaped, seccomp);
+        let apparmor = r#""apparmor=unconfined""#;
+        assert_eq!(
+            written(&[r#""no-new-privileges""#, &escaped, apparmor]),
+            None
+        );
+        assert_eq!(
+            written(&[r#""no-new-privileges""#, &seccomp, r#""\ud800""#]),
+            Some("security-opt")
+        );
     }
 
     /// Each way an engine (or an earlier, weaker host) could have left a
@@ -617,13 +678,13 @@ mod tests {
         let config = |f: fn(&mut ContainerConfig)| -> Spoil {
             Box::new(move |c| f(c.config.as_mut().expect("config")))
         };
-        let host = |f: fn(&mut HostConfig)| -> Spoil {
+        let host = |f: fn(&mut InspectedHost)| -> Spoil {
             Box::new(move |c| f(c.host_config.as_mut().expect("host config")))
         };
         let security = |options: &'static [&'static str]| -> Spoil {
             Box::new(move |c| {
                 let host = c.host_config.as_mut().expect("host config");
-                host.security_opt = Some(options.iter().map(|o| o.to_string()).collect());
+                host.security_opt = Some(options.iter().map(|o| SecurityOption::new(o)).collect());
             })
         };
         let cases: Vec<(&str, Spoil)> = vec![
