@@ -3,6 +3,10 @@
 //! same run against the contract suite's fake Docker Engine, or against the
 //! real engine `OAC_DOCKER_SOCKET` names with `OAC_BENCH_REAL_ENGINE=1` (its
 //! containers under the assembled seccomp profile; see `real_engine.rs`).
+//! Against the fake engine the policy's seccomp profile is a 35-byte one,
+//! or with `OAC_BENCH_RUNTIME_PROFILE=1` the runtime's, as the file
+//! `sandbox-host seccomp` writes: the engine returns it in every
+//! inspection, about 19 KB of each answer.
 //!
 //! One tokio multi-thread runtime carries everything: the fake engine, the
 //! node serving the host over a Unix socket, and the callers (one worker
@@ -73,6 +77,11 @@ const ALLOCATIONS: usize = 8;
 /// Whether the calls reach a real engine (`OAC_BENCH_REAL_ENGINE`).
 static REAL_ENGINE: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_REAL_ENGINE").is_some());
+
+/// Whether the fake engine's containers carry the runtime's seccomp profile
+/// (`OAC_BENCH_RUNTIME_PROFILE`) rather than a 35-byte one.
+static RUNTIME_PROFILE: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_RUNTIME_PROFILE").is_some());
 
 /// Whether every caller works on allocation 0 (`OAC_BENCH_ONE_ALLOCATION`).
 static ONE_ALLOCATION: std::sync::LazyLock<bool> =
@@ -161,10 +170,13 @@ impl Fixture {
             (engine, seccomp_profile)
         } else {
             let engine = Engine::fake().await.expect("fake engine");
-            (
-                engine,
-                contract_suite::harness::FAKE_SECCOMP_PROFILE.to_string(),
-            )
+            let profile = if *RUNTIME_PROFILE {
+                common::runtime_profile_file()
+                    .expect("OAC_BENCH_RUNTIME_PROFILE=1 needs the upstream profile")
+            } else {
+                contract_suite::harness::FAKE_SECCOMP_PROFILE.to_string()
+            };
+            (engine, profile)
         };
         common::sweep(&engine, INSTALLATION).await;
         let host = common::docker_host(&engine, &image, &seccomp_profile, INSTALLATION).await;

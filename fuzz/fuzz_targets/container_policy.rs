@@ -46,7 +46,13 @@ fuzz_target!(|bytes: &[u8]| {
     assert_eq!(host.memory, Some(512 << 20));
     assert_eq!(host.nano_cpus, Some(1_500_000_000));
     assert_eq!(host.pids_limit, Some(128));
-    let security = host.security_opt.unwrap_or_default();
+    // Decoded here, apart from the policy's comparison of encoded forms.
+    let security: Vec<String> = host
+        .security_opt
+        .unwrap_or_default()
+        .iter()
+        .map(|option| option.decoded().expect("a conforming option decodes"))
+        .collect();
     assert!(security.iter().any(|option| option == "no-new-privileges"));
     assert!(
         security

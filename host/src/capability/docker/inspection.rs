@@ -149,7 +149,13 @@ impl SecurityOption {
         if let Some(index) = wanted_encoded.iter().position(|encoded| encoded == raw) {
             return wanted.get(index).map(|text| Cow::Borrowed(text.as_str()));
         }
-        serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
+        self.decoded().map(Cow::Owned)
+    }
+
+    /// The option's text, decoded; `None` when it is no string's encoding
+    /// (a lone surrogate escape).
+    pub fn decoded(&self) -> Option<String> {
+        serde_json::from_str(self.0.get()).ok()
     }
 }
 
@@ -162,9 +168,8 @@ pub fn encoded(text: &str) -> String {
 impl PartialEq for SecurityOption {
     /// Equal when they decode to the same text.
     fn eq(&self, other: &Self) -> bool {
-        let text = |option: &Self| serde_json::from_str::<String>(option.0.get()).ok();
         self.0.get() == other.0.get()
-            || matches!((text(self), text(other)), (Some(one), Some(two)) if one == two)
+            || matches!((self.decoded(), other.decoded()), (Some(one), Some(two)) if one == two)
     }
 }
 
