@@ -171,7 +171,7 @@ impl Fixture {
         } else {
             let engine = Engine::fake().await.expect("fake engine");
             let profile = if *RUNTIME_PROFILE {
-                common::runtime_profile_file()
+                oac_fixtures::seccomp_profile::runtime_profile_file()
                     .expect("OAC_BENCH_RUNTIME_PROFILE=1 needs the upstream profile")
             } else {
                 contract_suite::harness::FAKE_SECCOMP_PROFILE.to_string()

@@ -20,7 +20,6 @@ use bollard_stubs::models::ContainerInspectResponse;
 use criterion::{Criterion, criterion_group, criterion_main};
 use sandbox_host::capability::docker::inspection::InspectedContainer;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// The engine's answer, as it came off the socket (JSON without spaces).
@@ -29,18 +28,8 @@ const RECORDED: &[u8] = include_bytes!("../tests/data/container-inspect.json");
 /// [`RECORDED`] with the policy's security options around the runtime's
 /// seccomp profile, or why it could not be made.
 fn with_runtime_profile() -> Result<Vec<u8>, String> {
-    let upstream = std::env::var_os("OAC_SECCOMP_UPSTREAM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        })
-        .join("moby-default-65adc7e.json");
-    let upstream = std::fs::read(&upstream)
-        .map_err(|_| format!("no upstream seccomp profile at {}", upstream.display()))?;
-    let profile = oac_seccomp::assemble(&upstream).map_err(|error| error.to_string())?;
     // The file `sandbox-host seccomp` writes, which a node's policy sends.
-    let mut text = serde_json::to_string_pretty(&profile).map_err(|error| error.to_string())?;
-    text.push('\n');
+    let text = oac_fixtures::seccomp_profile::runtime_profile_file()?;
     let mut answer: serde_json::Value =
         serde_json::from_slice(RECORDED).map_err(|error| error.to_string())?;
     answer["HostConfig"]["SecurityOpt"] = serde_json::json!([

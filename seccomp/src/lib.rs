@@ -82,6 +82,14 @@ pub fn assemble(upstream: &[u8]) -> Result<Value, SeccompError> {
     Ok(profile)
 }
 
+/// `profile` as `seccomp.json` holds it (indented, one trailing line
+/// break): the text a node's policy reads and sends with every container.
+pub fn file_text(profile: &Value) -> Result<Vec<u8>, SeccompError> {
+    let mut text = serde_json::to_vec_pretty(profile).map_err(|_| SeccompError::Shape)?;
+    text.push(b'\n');
+    Ok(text)
+}
+
 /// The provenance header written before the upstream licence.
 pub fn provenance() -> String {
     format!(
@@ -123,9 +131,7 @@ pub fn assemble_files(
         path: out.to_path_buf(),
         source,
     })?;
-    let mut text = serde_json::to_vec_pretty(&profile).map_err(|_| SeccompError::Shape)?;
-    text.push(b'\n');
-    let json = write(out.join("seccomp.json"), &text)?;
+    let json = write(out.join("seccomp.json"), &file_text(&profile)?)?;
     let mut notice = provenance().into_bytes();
     notice.extend_from_slice(&license);
     let license = write(out.join("seccomp.LICENSE"), &notice)?;

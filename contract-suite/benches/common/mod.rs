@@ -36,32 +36,8 @@ pub fn real_engine() -> Result<(PathBuf, String), String> {
     let socket = std::env::var_os("OAC_DOCKER_SOCKET")
         .map(PathBuf::from)
         .ok_or("no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)")?;
-    Ok((socket, runtime_profile()?.to_string()))
-}
-
-/// The runtime's seccomp profile as the file `sandbox-host seccomp` writes
-/// (indented, one trailing line break), which a node's policy sends as it
-/// reads it; or what is missing.
-#[allow(dead_code, reason = "only the transport bench sends the file's text")]
-pub fn runtime_profile_file() -> Result<String, String> {
-    let mut text =
-        serde_json::to_string_pretty(&runtime_profile()?).map_err(|error| error.to_string())?;
-    text.push('\n');
-    Ok(text)
-}
-
-/// The runtime's assembled seccomp profile (from `../shared/seccomp-upstream`,
-/// or `OAC_SECCOMP_UPSTREAM`), or what is missing.
-fn runtime_profile() -> Result<serde_json::Value, String> {
-    let upstream = std::env::var_os("OAC_SECCOMP_UPSTREAM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        })
-        .join("moby-default-65adc7e.json");
-    let upstream = std::fs::read(&upstream)
-        .map_err(|_| format!("no upstream seccomp profile at {}", upstream.display()))?;
-    oac_seccomp::assemble(&upstream).map_err(|error| error.to_string())
+    let profile = oac_fixtures::seccomp_profile::runtime_profile()?;
+    Ok((socket, profile.to_string()))
 }
 
 /// Removes every container and volume of `installation` from a real

@@ -65,15 +65,8 @@ pub fn steerable(kind: &str) -> Registration {
 /// The assembled seccomp profile (from the upstream copy beside the repo,
 /// or `OAC_SECCOMP_UPSTREAM`).
 pub fn seccomp_profile() -> String {
-    let dir = std::env::var_os("OAC_SECCOMP_UPSTREAM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/seccomp-upstream")
-        });
-    let upstream = std::fs::read(dir.join("moby-default-65adc7e.json"))
-        .expect("upstream seccomp profile beside the repository");
-    oac_seccomp::assemble(&upstream)
-        .expect("pinned profile")
+    oac_fixtures::seccomp_profile::runtime_profile()
+        .expect("upstream seccomp profile beside the repository")
         .to_string()
 }
 
