@@ -605,19 +605,22 @@ mod tests {
     fn security_options_are_compared_as_a_set() {
         let policy = policy(false);
         let seccomp = format!("seccomp={PROFILE}");
-        let with = |options: &[&str]| {
+        let judged = |options: Vec<SecurityOption>| {
             let mut container = inspected(&policy);
             container
                 .host_config
                 .as_mut()
                 .expect("host config")
-                .security_opt = Some(
+                .security_opt = Some(options);
+            policy.nonconformity(&container)
+        };
+        let with = |options: &[&str]| {
+            judged(
                 options
                     .iter()
                     .map(|option| SecurityOption::new(option))
                     .collect(),
-            );
-            policy.nonconformity(&container)
+            )
         };
         assert_eq!(
             with(&["apparmor=unconfined", &seccomp, "no-new-privileges"]),
@@ -643,18 +646,12 @@ mod tests {
         // As the engine wrote them: another encoding of the same options
         // conforms, an option that decodes to no string does not.
         let written = |tokens: &[&str]| {
-            let mut container = inspected(&policy);
-            container
-                .host_config
-                .as_mut()
-                .expect("host config")
-                .security_opt = Some(
+            judged(
                 tokens
                     .iter()
                     .map(|token| serde_json::from_str(token).expect("a string"))
                     .collect(),
-            );
-            policy.nonconformity(&container)
+            )
         };
         let seccomp = serde_json::to_string(&seccomp).expect("JSON");
         let escaped = seccomp.replacen("seccomp", "\\u0073eccomp", 1);
