@@ -136,10 +136,10 @@ impl SecurityOption {
     }
 
     /// The option's text. When the engine encoded it exactly as [`encoded`]
-    /// encodes one of `wanted` (the fast path: the policy's options are
-    /// ASCII, which Go's encoder and serde_json write alike), that entry of
-    /// `wanted`; else decoded. `None` when it does not decode to a string.
-    /// `wanted_encoded[i]` is `encoded(&wanted[i])`.
+    /// encodes one of `wanted`, that entry of `wanted` (the fast path: the
+    /// engine wrote the option's bytes as serde_json does); else decoded.
+    /// `None` when it does not decode to a string. `wanted_encoded[i]` is
+    /// `encoded(&wanted[i])`.
     pub fn text_among<'a>(
         &'a self,
         wanted: &'a [String],
