@@ -102,7 +102,9 @@ fn installation_label() -> BTreeMap<String, String> {
 
 impl Fixture {
     async fn start(socket: PathBuf, seccomp_profile: &str) -> Self {
-        let (engine, image) = Engine::real(&socket).await.expect("the engine answers");
+        let (engine, image) = Engine::real(&socket)
+            .await
+            .unwrap_or_else(|error| panic!("the real engine: {error}"));
         let host: Arc<Host> =
             Arc::new(common::docker_host(&engine, &image, seccomp_profile, INSTALLATION).await);
         let node = ServedNode::start(host, budget()).await;

@@ -166,7 +166,9 @@ impl Fixture {
         let ((engine, image), seccomp_profile) = if *REAL_ENGINE {
             let (socket, seccomp_profile) =
                 common::real_engine().expect("OAC_BENCH_REAL_ENGINE=1 needs a real engine");
-            let engine = Engine::real(&socket).await.expect("the engine answers");
+            let engine = Engine::real(&socket)
+                .await
+                .unwrap_or_else(|error| panic!("the real engine: {error}"));
             (engine, seccomp_profile)
         } else {
             let engine = Engine::fake().await.expect("fake engine");

@@ -2,9 +2,9 @@
 //! fixtures' fake Docker Engine holding every request 50 ms), next to one
 //! call against the same engine measured in the same run; and the process's
 //! memory per in-flight call, sampled while all 1 000 are held in the
-//! engine. Held bursts also print their two phases (up to the engine, and
-//! after it) in wall time and in the process's CPU and minor page faults
-//! per call, and 100 alternating runs of each side print their medians and
+//! engine. Held bursts also print when their last call was first polled
+//! and their two phases (up to the engine, and after it) in wall time and
+//! in the process's CPU and minor page faults per call, and 100 alternating runs of each side print their medians and
 //! p99, and when the last call of each burst was first polled (the span
 //! the runtime takes to start every call, which the wall time adds to the
 //! engine's latency).
@@ -218,15 +218,19 @@ struct Held {
     faults: (u64, u64),
     /// The process's RSS while every call was held, KiB.
     rss_in_flight: u64,
+    /// When the last call was first polled (see [`Burst::last_started`]).
+    last_started: Duration,
 }
 
 impl Held {
     fn print(&self, which: &str) {
         println!(
-            "phases ({which}): all {n} requests in the engine after {:.1} ms \
-             ({:.1} µs CPU, {:.2} minor faults per call); released, all answered {:.1} ms \
+            "phases ({which}): the last call first polled after {:.1} ms, all {n} requests \
+             in the engine after {:.1} ms ({:.1} µs CPU, {:.2} minor faults per call); \
+             released, all answered {:.1} ms \
              later ({} ms of it the engine's latency; {:.1} µs CPU, {:.2} minor faults per \
              call)",
+            self.last_started.as_secs_f64() * 1e3,
             self.arrived.as_secs_f64() * 1e3,
             self.arrived_cpu.as_secs_f64() * 1e6 / *IN_FLIGHT as f64,
             self.faults.0 as f64 / *IN_FLIGHT as f64,
@@ -266,7 +270,7 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let started = Instant::now();
     let calls = {
         let host = host.clone();
-        tokio::spawn(async move { burst(&host, *IN_FLIGHT).await.answered })
+        tokio::spawn(async move { burst(&host, *IN_FLIGHT).await })
     };
     hold.arrived(*IN_FLIGHT).await;
     let arrived = started.elapsed();
@@ -279,9 +283,9 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
     let faults_released = process_minor_faults();
     let released = Instant::now();
     hold.release();
-    let answered = calls.await.expect("burst");
+    let burst = calls.await.expect("burst");
     let answered_in = released.elapsed();
-    assert_eq!(answered, *IN_FLIGHT, "every call answered");
+    assert_eq!(burst.answered, *IN_FLIGHT, "every call answered");
     Held {
         arrived,
         arrived_cpu: cpu_arrived.saturating_sub(cpu_started),
@@ -296,6 +300,7 @@ async fn held_burst(host: &Arc<Host>, engine: &FakeDockerEngine) -> Held {
             process_minor_faults().saturating_sub(faults_released),
         ),
         rss_in_flight,
+        last_started: burst.last_started,
     }
 }
 
