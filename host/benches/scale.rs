@@ -4,10 +4,10 @@
 //! memory per in-flight call, sampled while all 1 000 are held in the
 //! engine. Held bursts also print when their last call was first polled
 //! and their two phases (up to the engine, and after it) in wall time and
-//! in the process's CPU and minor page faults per call, and 100 alternating runs of each side print their medians and
-//! p99, and when the last call of each burst was first polled (the span
-//! the runtime takes to start every call, which the wall time adds to the
-//! engine's latency).
+//! in the process's CPU and minor page faults per call, and 100
+//! alternating runs of each side print their medians and p99, and when the
+//! last call of each burst was first polled (the span the runtime takes to
+//! start every call, which the wall time adds to the engine's latency).
 //!
 //! What a call costs depends on what is in the caches, so with the engine
 //! answering at once the bench also prints the process's CPU per call for
