@@ -7,7 +7,10 @@
 //! in the process's CPU and minor page faults per call, and 100
 //! alternating runs of each side print their medians and p99, and when the
 //! last call of each burst was first polled (the span the runtime takes to
-//! start every call, which the wall time adds to the engine's latency).
+//! start every call, which the wall time adds to the engine's latency),
+//! when its median and its last request reached the engine, and how long
+//! the burst went on after the last request's latency (the answers' work
+//! that had not kept pace with them).
 //!
 //! What a call costs depends on what is in the caches, so with the engine
 //! answering at once the bench also prints the process's CPU per call for
@@ -431,11 +434,34 @@ fn scale(c: &mut Criterion) {
     let rounds = if common::measuring() { 100 } else { 2 };
     let (mut one, mut all) = (common::Timings::default(), common::Timings::default());
     let mut last_started = common::Timings::default();
+    // When the burst's requests reached the engine: the median one, the
+    // last one, and how long the burst went on after the last one's
+    // latency (the answers' work that had not kept pace).
+    let mut median_arrival = common::Timings::default();
+    let mut last_arrival = common::Timings::default();
+    let mut after_last_latency = common::Timings::default();
     for _ in 0..rounds {
         one.push(rt.block_on(timed(&host, 1, 1)).0);
+        engine.take_arrivals();
+        let began = Instant::now();
         let (wall, started) = rt.block_on(timed(&host, *IN_FLIGHT, 1));
+        let mut arrivals: Vec<Duration> = engine
+            .take_arrivals()
+            .into_iter()
+            .map(|arrival| arrival.saturating_duration_since(began))
+            .collect();
+        arrivals.sort_unstable();
+        let last = arrivals.last().copied().unwrap_or_default();
         all.push(wall);
         last_started.push(started);
+        median_arrival.push(
+            arrivals
+                .get(arrivals.len() / 2)
+                .copied()
+                .unwrap_or_default(),
+        );
+        last_arrival.push(last);
+        after_last_latency.push(wall.saturating_sub(last + LATENCY));
     }
     let millis = |time: Duration| time.as_secs_f64() * 1e3;
     println!(
@@ -456,6 +482,16 @@ fn scale(c: &mut Criterion) {
         millis(last_started.percentile(0.99)),
         millis(LATENCY),
         n = *IN_FLIGHT,
+    );
+    println!(
+        "  the requests reached the engine: the median one after p50 {:.2} ms, the last \
+         after p50 {:.2} ms; the burst ended p50 {:.2} ms, p99 {:.2} ms after the last \
+         one's {:.0} ms",
+        millis(median_arrival.percentile(0.50)),
+        millis(last_arrival.percentile(0.50)),
+        millis(after_last_latency.percentile(0.50)),
+        millis(after_last_latency.percentile(0.99)),
+        millis(LATENCY),
     );
 
     let mut group = c.benchmark_group("scale");
