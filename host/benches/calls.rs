@@ -5,7 +5,9 @@
 //! request made directly with bollard. The engine is the fixtures' fake
 //! Docker Engine, so the numbers isolate the host's overhead. Before
 //! criterion's estimates, a plain run times every call on its own and
-//! prints each case's median and p99.
+//! prints each case's median and p99, then the bare instantiation of each
+//! built component (the bench's, the shipped adapters', the SDK's minimal
+//! one): a fresh instance's floor depends on the component's shape.
 
 mod common;
 
@@ -28,11 +30,13 @@ const EMPTY_COMPONENT: &str = r#"
   (func (export "noop") (canon lift (core func $i "noop"))))
 "#;
 
-/// The steerable component itself, every import linked to a trap:
-/// instantiating it (and dropping the instance) is this component's floor,
-/// without any host function, context or policing.
-fn bare_provider(engine: &wasmtime::Engine) -> wasmtime::component::InstancePre<()> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/steerable.wasm");
+/// A built component (`target/plugins/<name>.wasm`) itself, every import
+/// linked to a trap: instantiating it (and dropping the instance) is that
+/// component's floor, without any host function, context or policing.
+fn bare_provider(engine: &wasmtime::Engine, name: &str) -> wasmtime::component::InstancePre<()> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/plugins")
+        .join(format!("{name}.wasm"));
     let component = wasmtime::component::Component::from_file(engine, path).expect("compiles");
     let mut linker = wasmtime::component::Linker::<()>::new(engine);
     linker
@@ -83,7 +87,7 @@ fn calls(c: &mut Criterion) {
         let linker = wasmtime::component::Linker::<()>::new(engine);
         Arc::new(linker.instantiate_pre(&component).expect("links"))
     };
-    let provider_floor = Arc::new(bare_provider(runtime.engine()));
+    let provider_floor = Arc::new(bare_provider(runtime.engine(), "steerable"));
 
     let host = Arc::new(host);
     // Each case runs its iterations inside one task on a runtime worker, as
@@ -208,6 +212,7 @@ fn calls(c: &mut Criterion) {
         ratio(4, 3, 0.99),
     );
     println!();
+    print_floor_by_component(&rt, runtime.engine(), rounds, per_round);
 
     let mut group = c.benchmark_group("per_call");
     for (name, _, call) in &cases {
@@ -228,6 +233,58 @@ fn calls(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// The components whose floor [`print_floor_by_component`] prints: the
+/// bench's steerable component (the floor of the ratio above), the shipped
+/// adapters, the SDK's minimal adapter and the bench-only `one-request`
+/// component the scale bench can use.
+const FLOOR_COMPONENTS: [&str; 5] = ["steerable", "docker", "e2b", "minimal", "one_request"];
+
+/// Prints each component's bare instantiation (median and p99, the
+/// components alternating in rounds): what a fresh instance costs before
+/// the host does anything depends on the component's shape (its core
+/// instances, lowered imports, lifted exports and memory), so a trivial
+/// call's floor is the component's as much as the host's.
+fn print_floor_by_component(
+    rt: &tokio::runtime::Runtime,
+    engine: &wasmtime::Engine,
+    rounds: usize,
+    per_round: usize,
+) {
+    let floors: Vec<_> = FLOOR_COMPONENTS
+        .iter()
+        .map(|name| Arc::new(bare_provider(engine, name)))
+        .collect();
+    let mut timings: Vec<common::Timings> = floors.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for (floor, times) in floors.iter().zip(&mut timings) {
+            let floor = floor.clone();
+            let round = rt
+                .block_on(rt.spawn(async move {
+                    let mut round = common::Timings::default();
+                    for _ in 0..per_round {
+                        let start = Instant::now();
+                        bare_instantiate(&floor).await;
+                        round.push(start.elapsed());
+                    }
+                    round
+                }))
+                .expect("timing task");
+            times.absorb(round);
+        }
+    }
+    let micros = |time: std::time::Duration| time.as_secs_f64() * 1e6;
+    println!("bare instantiation by component (every import a trap; µs)");
+    println!("{:<32} {:>9} {:>9}", "component", "p50", "p99");
+    for (name, times) in FLOOR_COMPONENTS.iter().zip(&timings) {
+        println!(
+            "{name:<32} {:>9.2} {:>9.2}",
+            micros(times.percentile(0.50)),
+            micros(times.percentile(0.99))
+        );
+    }
+    println!();
 }
 
 /// Makes one benchmarked call each time it is called.

@@ -24,7 +24,10 @@
 //! `OAC_BENCH_COMPONENT=docker` the calls are the shipped `docker`
 //! adapter's own `get-info` instead (one container inspect each, with the
 //! host's ownership and policy checks on the answer), on allocations
-//! created through it first.
+//! created through it first. With `OAC_BENCH_COMPONENT=one-request` they
+//! are the bench-only `one-request` component's: the same one request per
+//! call from the smallest shape an SDK adapter has, to tell what the
+//! steerable component's own imports and steering cost from the host's.
 //!
 //! `OAC_BENCH_ENGINE_THREAD=1` runs the fake engine on a thread of its own,
 //! as a real engine runs in a process of its own, and the held bursts then
@@ -63,36 +66,46 @@ enum Component {
     /// The shipped `docker` adapter: its `get-info` inspects the
     /// allocation's container.
     Docker,
+    /// The bench-only `one-request` component: the same one `docker.version`
+    /// request per call from the smallest shape an SDK adapter has (no
+    /// steering to parse, none of the steerable component's other imports).
+    OneRequest,
 }
 
 static COMPONENT: std::sync::LazyLock<Component> =
     std::sync::LazyLock::new(|| match std::env::var("OAC_BENCH_COMPONENT").as_deref() {
         Ok("docker") => Component::Docker,
+        Ok("one-request") => Component::OneRequest,
         Ok("steerable") | Err(_) => Component::Steerable,
-        Ok(other) => panic!("OAC_BENCH_COMPONENT: `steerable` or `docker`, not `{other}`"),
+        Ok(other) => {
+            panic!("OAC_BENCH_COMPONENT: `steerable`, `one-request` or `docker`, not `{other}`")
+        }
     });
 
 impl Component {
     /// Loads the component as the kind `slow` against `engine`.
     async fn load(self, runtime: Arc<Runtime>, engine: &FakeDockerEngine) -> Host {
-        let (builtin, configuration) = match self {
-            Component::Steerable => ("steerable", json!({ "action": "version" })),
-            Component::Docker => ("docker", json!({})),
-        };
-        common::load_builtin(
-            runtime,
-            builtin,
-            engine.socket(),
-            &[("slow", configuration)],
-            Some(1024),
-        )
-        .await
+        let socket = engine.socket();
+        match self {
+            Component::Steerable => {
+                let kinds = [("slow", json!({ "action": "version" }))];
+                common::load_steered(runtime, socket, &kinds, Some(1024)).await
+            }
+            Component::Docker => {
+                let kinds = [("slow", json!({}))];
+                common::load_builtin(runtime, "docker", socket, &kinds, Some(1024)).await
+            }
+            Component::OneRequest => {
+                let kinds = [("slow", json!({}))];
+                common::load_one_request(runtime, socket, &kinds, Some(1024)).await
+            }
+        }
     }
 
     /// What a call asks of the engine: the request a held burst holds.
     fn request(self) -> (&'static str, &'static str) {
         match self {
-            Component::Steerable => ("GET", "/version"),
+            Component::Steerable | Component::OneRequest => ("GET", "/version"),
             Component::Docker => ("GET", "/json"),
         }
     }
@@ -100,7 +113,7 @@ impl Component {
     /// Makes every allocation a call observes exist: the docker adapter
     /// answers `get-info` from the allocation's container.
     async fn prepare(self, host: &Host, engine: &FakeDockerEngine) {
-        if self == Component::Steerable {
+        if self != Component::Docker {
             return;
         }
         engine.insert_image("oac-bench-runtime:scale", common::POLICY_IMAGE);

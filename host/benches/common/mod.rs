@@ -1,5 +1,6 @@
-//! What the benches share: the steerable test component loaded as kinds,
-//! and the allocator of the `sandbox-host` binary.
+//! What the benches share: the steerable test component (or another staged
+//! component) loaded as kinds, and the allocator of the `sandbox-host`
+//! binary.
 
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
@@ -31,6 +32,37 @@ pub async fn load_steered(
     load_builtin(runtime, "steerable", socket, kinds, max_concurrent_calls).await
 }
 
+/// The bench-only `one-request` component (`one_request.wasm`, staged with
+/// the others), registered as the steerable kind's row is, under each of
+/// `kinds`; its configuration must be `{}` (it reads none).
+#[allow(dead_code, reason = "only the calls and scale benches load it")]
+pub async fn load_one_request(
+    runtime: Arc<Runtime>,
+    socket: &Path,
+    kinds: &[(&str, serde_json::Value)],
+    max_concurrent_calls: Option<u32>,
+) -> Host {
+    load_row(
+        runtime,
+        Registration {
+            component: "one_request.wasm".into(),
+            ..builtin_row("steerable")
+        },
+        socket,
+        kinds,
+        max_concurrent_calls,
+    )
+    .await
+}
+
+/// The registry table's row for `kind`.
+fn builtin_row(kind: &str) -> Registration {
+    registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == kind)
+        .expect("the builtin table has the kind")
+}
+
 /// The builtin kind `builtin`'s component under each of `kinds`, granted
 /// the engine at `socket`; `max_concurrent_calls` replaces the registry
 /// row's own.
@@ -41,10 +73,25 @@ pub async fn load_builtin(
     kinds: &[(&str, serde_json::Value)],
     max_concurrent_calls: Option<u32>,
 ) -> Host {
-    let row = registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == builtin)
-        .expect("the builtin table has the kind");
+    load_row(
+        runtime,
+        builtin_row(builtin),
+        socket,
+        kinds,
+        max_concurrent_calls,
+    )
+    .await
+}
+
+/// `row`'s component under each of `kinds` (the row renamed to each),
+/// granted the engine at `socket`.
+async fn load_row(
+    runtime: Arc<Runtime>,
+    mut row: Registration,
+    socket: &Path,
+    kinds: &[(&str, serde_json::Value)],
+    max_concurrent_calls: Option<u32>,
+) -> Host {
     let settings = PolicySettings {
         image: POLICY_IMAGE.into(),
         network: "none".into(),
@@ -56,7 +103,6 @@ pub async fn load_builtin(
     };
     let policy = ContainerPolicy::new(&settings, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into())
         .expect("policy");
-    let mut row = row;
     if let Some(calls) = max_concurrent_calls {
         row.policy.max_concurrent_calls = calls;
     }

@@ -205,3 +205,41 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
     assert_eq!(killed.state, sandbox_host::types::LifecycleState::Absent);
     assert!(!killed.create_settled, "a Kill alone settles nothing");
 }
+
+#[tokio::test]
+async fn the_bench_one_request_component_makes_exactly_one_version_request() {
+    let engine = oac_fixtures::docker_engine::FakeDockerEngine::start()
+        .await
+        .expect("fake engine");
+    let registration = sandbox_host::Registration {
+        kind: "one-request".into(),
+        component: "one_request.wasm".into(),
+        ..steerable("one-request")
+    };
+    let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
+    let host = load_one(registration, binding, Connect::Capabilities)
+        .await
+        .expect("the bench component loads");
+    engine.report_api_version("1.47");
+    engine.clear_requests();
+    let kind = host.kind("one-request").expect("a loaded kind");
+    let allocation = sandbox_host::types::Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    };
+    let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
+    let info = kind
+        .get_info(allocation.clone(), budget)
+        .await
+        .expect("get-info");
+    assert_eq!(info.provider_id.as_deref(), Some("1.47"));
+    assert!(!info.create_settled, "an observation settles nothing");
+    assert_eq!(engine.requests(), ["GET /version"]);
+    assert_eq!(
+        kind.declaration.decision(Operation::Observe),
+        Some(&Decision::Unsupported(
+            "bench_component_has_no_observation".into()
+        ))
+    );
+}
