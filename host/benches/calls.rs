@@ -172,34 +172,12 @@ fn calls(c: &mut Criterion) {
     } else {
         (1, 20)
     };
-    let mut timings: Vec<common::Timings> = cases.iter().map(|_| Default::default()).collect();
-    for _ in 0..rounds {
-        for ((_, _, call), times) in cases.iter().zip(&mut timings) {
-            let call = call.clone();
-            let round = rt
-                .block_on(rt.spawn(async move {
-                    let mut round = common::Timings::default();
-                    for _ in 0..per_round {
-                        let start = Instant::now();
-                        call().await;
-                        round.push(start.elapsed());
-                    }
-                    round
-                }))
-                .expect("timing task");
-            times.absorb(round);
-        }
-    }
-    let micros = |time: std::time::Duration| time.as_secs_f64() * 1e6;
+    let calls: Vec<BenchedCall> = cases.iter().map(|(_, _, call)| call.clone()).collect();
+    let timings = time_alternating(&rt, &calls, rounds, per_round);
     println!("per call, {rounds} rounds of {per_round} calls per case, cases alternating (µs)");
-    println!("{:<32} {:>9} {:>9}", "case", "p50", "p99");
-    for ((_, name, _), times) in cases.iter().zip(&timings) {
-        println!(
-            "{name:<32} {:>9.2} {:>9.2}",
-            micros(times.percentile(0.50)),
-            micros(times.percentile(0.99))
-        );
-    }
+    let names: Vec<&str> = cases.iter().map(|(_, name, _)| *name).collect();
+    print_table("case", &names, &timings);
+    let micros = |time: std::time::Duration| time.as_secs_f64() * 1e6;
     let ratio = |over: usize, under: usize, q: f64| {
         micros(timings[over].percentile(q)) / micros(timings[under].percentile(q))
     };
@@ -252,20 +230,41 @@ fn print_floor_by_component(
     rounds: usize,
     per_round: usize,
 ) {
-    let floors: Vec<_> = FLOOR_COMPONENTS
+    let floors: Vec<BenchedCall> = FLOOR_COMPONENTS
         .iter()
-        .map(|name| Arc::new(bare_provider(engine, name)))
+        .map(|name| {
+            let floor = Arc::new(bare_provider(engine, name));
+            Arc::new(move || {
+                let floor = floor.clone();
+                Box::pin(async move { bare_instantiate(&floor).await }) as CallFuture
+            }) as BenchedCall
+        })
         .collect();
-    let mut timings: Vec<common::Timings> = floors.iter().map(|_| Default::default()).collect();
+    let timings = time_alternating(rt, &floors, rounds, per_round);
+    println!("bare instantiation by component (every import a trap; µs)");
+    print_table("component", &FLOOR_COMPONENTS, &timings);
+    println!();
+}
+
+/// Times `calls` one by one, each in `rounds` rounds of `per_round` calls
+/// in a task on the runtime's workers, the calls alternating round by
+/// round (so a slow minute of the VM falls on all of them).
+fn time_alternating(
+    rt: &tokio::runtime::Runtime,
+    calls: &[BenchedCall],
+    rounds: usize,
+    per_round: usize,
+) -> Vec<common::Timings> {
+    let mut timings: Vec<common::Timings> = calls.iter().map(|_| Default::default()).collect();
     for _ in 0..rounds {
-        for (floor, times) in floors.iter().zip(&mut timings) {
-            let floor = floor.clone();
+        for (call, times) in calls.iter().zip(&mut timings) {
+            let call = call.clone();
             let round = rt
                 .block_on(rt.spawn(async move {
                     let mut round = common::Timings::default();
                     for _ in 0..per_round {
                         let start = Instant::now();
-                        bare_instantiate(&floor).await;
+                        call().await;
                         round.push(start.elapsed());
                     }
                     round
@@ -274,17 +273,21 @@ fn print_floor_by_component(
             times.absorb(round);
         }
     }
+    timings
+}
+
+/// Prints each name's median and p99 in µs, under a header naming the
+/// first column `what`.
+fn print_table(what: &str, names: &[&str], timings: &[common::Timings]) {
     let micros = |time: std::time::Duration| time.as_secs_f64() * 1e6;
-    println!("bare instantiation by component (every import a trap; µs)");
-    println!("{:<32} {:>9} {:>9}", "component", "p50", "p99");
-    for (name, times) in FLOOR_COMPONENTS.iter().zip(&timings) {
+    println!("{what:<32} {:>9} {:>9}", "p50", "p99");
+    for (name, times) in names.iter().zip(timings) {
         println!(
             "{name:<32} {:>9.2} {:>9.2}",
             micros(times.percentile(0.50)),
             micros(times.percentile(0.99))
         );
     }
-    println!();
 }
 
 /// Makes one benchmarked call each time it is called.
