@@ -7,7 +7,8 @@
 //! criterion's estimates, a plain run times every call on its own and
 //! prints each case's median and p99, then the bare instantiation of each
 //! built component (the bench's, the shipped adapters', the SDK's minimal
-//! one): a fresh instance's floor depends on the component's shape.
+//! one and the bench-only `one-request`): a fresh instance's floor depends
+//! on the component's shape.
 
 mod common;
 

@@ -35,7 +35,7 @@ pub async fn load_steered(
 /// The bench-only `one-request` component (`one_request.wasm`, staged with
 /// the others), registered as the steerable kind's row is, under each of
 /// `kinds`; its configuration must be `{}` (it reads none).
-#[allow(dead_code, reason = "only the calls and scale benches load it")]
+#[allow(dead_code, reason = "only the scale bench loads it")]
 pub async fn load_one_request(
     runtime: Arc<Runtime>,
     socket: &Path,
