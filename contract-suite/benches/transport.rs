@@ -35,8 +35,9 @@
 //! and `echo`, a 512-byte frame sent and echoed back over a Unix socket on
 //! the same runtime (the floor of any request/answer protocol over the
 //! node's socket), under a line saying how this machine's idle CPUs wait
-//! (halt polling). Without `--bench` (a `cargo test` smoke run) the
-//! sustained run is cut down to a few calls.
+//! (halt polling). `OAC_BENCH_ROUNDS` sets the sustained run's rounds
+//! (3). Without `--bench` (a `cargo test` smoke run) the sustained run is
+//! cut down to a few calls.
 
 mod common;
 
@@ -61,6 +62,8 @@ const CALLERS: [usize; 2] = [1, 8];
 /// Calls per path, per caller count and round, in a real run.
 const CALLS: usize = 2_000;
 /// Rounds per caller count; the two paths alternate within each round.
+/// `OAC_BENCH_ROUNDS` sets another count: a real engine's pace drifts
+/// within a run, and more rounds average the drift over both paths.
 const ROUNDS: usize = 3;
 
 /// The installation the bench's host runs as.
@@ -496,7 +499,14 @@ fn main() {
         .expect("tokio");
     let fixture = rt.block_on(Fixture::start());
     if measuring {
-        report(&rt, &fixture, CALLS, ROUNDS);
+        let rounds = std::env::var("OAC_BENCH_ROUNDS").map_or(ROUNDS, |rounds| {
+            rounds
+                .parse()
+                .ok()
+                .filter(|&rounds| rounds > 0)
+                .expect("OAC_BENCH_ROUNDS is a count of rounds, at least 1")
+        });
+        report(&rt, &fixture, CALLS, rounds);
     } else {
         report(&rt, &fixture, 16, 1);
     }
