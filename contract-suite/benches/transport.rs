@@ -63,7 +63,8 @@ const CALLERS: [usize; 2] = [1, 8];
 const CALLS: usize = 2_000;
 /// Rounds per caller count; the two paths alternate within each round.
 /// `OAC_BENCH_ROUNDS` sets another count: a real engine's pace drifts
-/// within a run, and more rounds average the drift over both paths.
+/// within a run, and more rounds average the drift over the paths (an even
+/// count puts each path first as often as last).
 const ROUNDS: usize = 3;
 
 /// The installation the bench's host runs as.
