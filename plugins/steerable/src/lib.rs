@@ -406,15 +406,14 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
     Some(answer.map_err(from_docker))
 }
 
-fn act(allocation: Reference) -> Result<Info, Error> {
-    let steering = steering();
-    if let Some(answer) = docker_action(&steering, &allocation) {
+fn act(steering: &Steering, allocation: Reference) -> Result<Info, Error> {
+    if let Some(answer) = docker_action(steering, &allocation) {
         return answer.map(|id| info(allocation, Some(id)));
     }
     if steering.action == "receipt-settled-absence" {
-        return Ok(receipts::settled_absence(&steering, allocation));
+        return Ok(receipts::settled_absence(steering, allocation));
     }
-    if let Some(outcome) = receipts::act(&steering, &allocation) {
+    if let Some(outcome) = receipts::act(steering, &allocation) {
         return Ok(info(allocation, Some(outcome)));
     }
     match steering.action.as_str() {
@@ -461,10 +460,10 @@ fn act(allocation: Reference) -> Result<Info, Error> {
             Ok(info(allocation, Some(calls.to_string())))
         }
         "http-get" => {
-            let status = steered_get(&steering)?;
+            let status = steered_get(steering)?;
             Ok(info(allocation, Some(status.to_string())))
         }
-        "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(&steering)))),
+        "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(steering)))),
         // Logs `count` (default ten thousand) events.
         "log-flood" => {
             for _ in 0..steering.count.unwrap_or(10_000) {
@@ -559,12 +558,13 @@ impl exports::sandbox_provider::Guest for Steerable {
             );
             return Ok(info(request.reference, Some(NATIVE_ID.into())));
         }
-        act(request.reference).map_err(Failure::from)
+        act(&steering, request.reference).map_err(Failure::from)
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {
-        match vendor_base(&steering()) {
+        let steering = steering();
+        match vendor_base(&steering) {
             Some(base) => vendor::get_info(&base, allocation),
-            None => act(allocation),
+            None => act(&steering, allocation),
         }
     }
     fn renew(allocation: Reference) -> Result<Info, Failure> {
