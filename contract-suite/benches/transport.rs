@@ -34,7 +34,8 @@
 //! `kinds` through the node (an HTTP request with no operation behind it)
 //! and `echo`, a 512-byte frame sent and echoed back over a Unix socket on
 //! the same runtime (the floor of any request/answer protocol over the
-//! node's socket), under a line saying how this machine's idle CPUs wait
+//! node's socket), and `threads`, the same echo between pairs of blocking
+//! threads with no runtime (the kernel's own floor), under a line saying how this machine's idle CPUs wait
 //! (halt polling). `OAC_BENCH_ROUNDS` sets the sustained run's rounds
 //! (3). Without `--bench` (a `cargo test` smoke run) the sustained run is
 //! cut down to a few calls.
@@ -231,12 +232,13 @@ impl Fixture {
 }
 
 /// The sustained run's paths, in the order of its table.
-const ROUTES: [Route; 5] = [
+const ROUTES: [Route; 6] = [
     Route::InProcess,
     Route::Transport,
     Route::Bare,
     Route::Floor,
     Route::Echo,
+    Route::Threads,
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -250,6 +252,9 @@ enum Route {
     Floor,
     /// A frame echoed over a Unix socket: any protocol's floor.
     Echo,
+    /// The same echo between two blocking threads per caller, outside the
+    /// runtime: the kernel's floor under any async runtime.
+    Threads,
 }
 
 impl Route {
@@ -260,6 +265,7 @@ impl Route {
             Route::Bare => "bare",
             Route::Floor => "kinds",
             Route::Echo => "echo",
+            Route::Threads => "threads",
         }
     }
 }
@@ -308,13 +314,43 @@ impl Run {
     }
 }
 
+/// This process's counters at the start of a run.
+struct Meter {
+    cpu: Duration,
+    switches: u64,
+    faults: u64,
+    began: Instant,
+}
+
+impl Meter {
+    fn start() -> Self {
+        Self {
+            cpu: process_cpu_time(),
+            switches: process_context_switches(),
+            faults: process_minor_faults(),
+            began: Instant::now(),
+        }
+    }
+
+    /// The run since the start, its calls' `latencies` given.
+    fn finish(self, latencies: Vec<Duration>) -> Run {
+        Run {
+            latencies,
+            wall: self.began.elapsed(),
+            cpu: process_cpu_time().saturating_sub(self.cpu),
+            switches: process_context_switches().saturating_sub(self.switches),
+            faults: process_minor_faults().saturating_sub(self.faults),
+        }
+    }
+}
+
 /// `callers` tasks take calls from one counter until `calls` have started.
 async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize) -> Run {
+    if let Route::Threads = path {
+        return echo_between_threads(callers, calls);
+    }
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu = process_cpu_time();
-    let switches = process_context_switches();
-    let faults = process_minor_faults();
-    let began = Instant::now();
+    let meter = Meter::start();
     let tasks: Vec<_> = (0..callers)
         .map(|caller| {
             let allocation = allocation_of(caller);
@@ -350,6 +386,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
                             stream.write_all(&frame).await.is_ok()
                                 && stream.read_exact(&mut frame).await.is_ok()
                         }
+                        Route::Threads => unreachable!("run outside the runtime"),
                     };
                     latencies.push(start.elapsed());
                     assert!(answered, "{} answers", path.name());
@@ -358,14 +395,63 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
             })
         })
         .collect();
-    let mut run = Run::default();
+    let mut latencies = Vec::with_capacity(calls);
     for task in tasks {
-        run.latencies.extend(task.await.expect("caller"));
+        latencies.extend(task.await.expect("caller"));
     }
-    run.wall = began.elapsed();
-    run.cpu = process_cpu_time().saturating_sub(cpu);
-    run.switches = process_context_switches().saturating_sub(switches);
-    run.faults = process_minor_faults().saturating_sub(faults);
+    meter.finish(latencies)
+}
+
+/// `callers` pairs of blocking threads, each pair echoing frames over a
+/// socket pair until `calls` exchanges have started: what the kernel alone
+/// charges for a request and its answer, the part of `echo` no runtime can
+/// save. The threads live until the run is measured (a thread's CPU is
+/// counted only while it exists).
+fn echo_between_threads(callers: usize, calls: usize) -> Run {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::{Barrier, mpsc};
+    let next = Arc::new(AtomicUsize::new(0));
+    let measured = Arc::new(Barrier::new(callers + 1));
+    let (done, finished) = mpsc::channel();
+    let meter = Meter::start();
+    let threads: Vec<_> = (0..callers)
+        .flat_map(|_| {
+            let (mut client, mut server) = UnixStream::pair().expect("socket pair");
+            let echoing = std::thread::spawn(move || {
+                let mut frame = [0; ECHO_FRAME];
+                while server.read_exact(&mut frame).is_ok() {
+                    if server.write_all(&frame).is_err() {
+                        return;
+                    }
+                }
+            });
+            let (next, measured, done) = (next.clone(), measured.clone(), done.clone());
+            let calling = std::thread::spawn(move || {
+                let mut frame = [7; ECHO_FRAME];
+                let mut latencies = Vec::with_capacity(calls / callers + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    let start = Instant::now();
+                    client.write_all(&frame).expect("echoing thread");
+                    client.read_exact(&mut frame).expect("echoing thread");
+                    latencies.push(start.elapsed());
+                }
+                done.send(latencies).expect("the run waits");
+                measured.wait();
+                // Dropping the client ends its echoing thread.
+            });
+            [echoing, calling]
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(calls);
+    for _ in 0..callers {
+        latencies.extend(finished.recv().expect("a calling thread"));
+    }
+    let run = meter.finish(latencies);
+    measured.wait();
+    for thread in threads {
+        thread.join().expect("echo thread");
+    }
     run
 }
 
@@ -459,7 +545,7 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
                 match route {
                     Route::InProcess => local.get_info(reference(0), budget()).await,
                     Route::Transport => remote.get_info(reference(0), budget()).await,
-                    Route::Bare | Route::Floor | Route::Echo => {
+                    Route::Bare | Route::Floor | Route::Echo | Route::Threads => {
                         unreachable!("criterion times in_process and transport only")
                     }
                 }
