@@ -35,8 +35,8 @@
 //! and `echo`, a 512-byte frame sent and echoed back over a Unix socket on
 //! the same runtime (the floor of any request/answer protocol over the
 //! node's socket), and `threads`, the same echo between pairs of blocking
-//! threads with no runtime (the kernel's own floor), under a line saying how this machine's idle CPUs wait
-//! (halt polling). `OAC_BENCH_ROUNDS` sets the sustained run's rounds
+//! threads with no runtime (the kernel's own floor), under a line saying
+//! how this machine's idle CPUs wait (halt polling). `OAC_BENCH_ROUNDS` sets the sustained run's rounds
 //! (3). Without `--bench` (a `cargo test` smoke run) the sustained run is
 //! cut down to a few calls.
 
@@ -405,16 +405,15 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
 /// `callers` pairs of blocking threads, each pair echoing frames over a
 /// socket pair until `calls` exchanges have started: what the kernel alone
 /// charges for a request and its answer, the part of `echo` no runtime can
-/// save. The threads live until the run is measured (a thread's CPU is
-/// counted only while it exists).
+/// save. The threads are started before the run is measured and live until
+/// it has been (a thread's CPU is counted only while it exists).
 fn echo_between_threads(callers: usize, calls: usize) -> Run {
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
     use std::sync::{Barrier, mpsc};
     let next = Arc::new(AtomicUsize::new(0));
-    let measured = Arc::new(Barrier::new(callers + 1));
+    let [started, measured] = [(); 2].map(|()| Arc::new(Barrier::new(callers + 1)));
     let (done, finished) = mpsc::channel();
-    let meter = Meter::start();
     let threads: Vec<_> = (0..callers)
         .flat_map(|_| {
             let (mut client, mut server) = UnixStream::pair().expect("socket pair");
@@ -426,10 +425,16 @@ fn echo_between_threads(callers: usize, calls: usize) -> Run {
                     }
                 }
             });
-            let (next, measured, done) = (next.clone(), measured.clone(), done.clone());
+            let (next, started, measured, done) = (
+                next.clone(),
+                started.clone(),
+                measured.clone(),
+                done.clone(),
+            );
             let calling = std::thread::spawn(move || {
                 let mut frame = [7; ECHO_FRAME];
                 let mut latencies = Vec::with_capacity(calls / callers + 1);
+                started.wait();
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
                     client.write_all(&frame).expect("echoing thread");
@@ -443,6 +448,8 @@ fn echo_between_threads(callers: usize, calls: usize) -> Run {
             [echoing, calling]
         })
         .collect();
+    let meter = Meter::start();
+    started.wait();
     let mut latencies = Vec::with_capacity(calls);
     for _ in 0..callers {
         latencies.extend(finished.recv().expect("a calling thread"));
