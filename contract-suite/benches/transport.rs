@@ -36,9 +36,9 @@
 //! the same runtime (the floor of any request/answer protocol over the
 //! node's socket), and `threads`, the same echo between pairs of blocking
 //! threads with no runtime (the kernel's own floor), under a line saying
-//! how this machine's idle CPUs wait (halt polling). `OAC_BENCH_ROUNDS` sets the sustained run's rounds
-//! (3). Without `--bench` (a `cargo test` smoke run) the sustained run is
-//! cut down to a few calls.
+//! how this machine's idle CPUs wait (halt polling). `OAC_BENCH_ROUNDS`
+//! sets the sustained run's rounds (3). Without `--bench` (a `cargo test`
+//! smoke run) the sustained run is cut down to a few calls.
 
 mod common;
 
@@ -448,6 +448,9 @@ fn echo_between_threads(callers: usize, calls: usize) -> Run {
             [echoing, calling]
         })
         .collect();
+    // Only the calling threads hold a sender now: one that panics drops
+    // its own, and the run fails below instead of waiting for it.
+    drop(done);
     let meter = Meter::start();
     started.wait();
     let mut latencies = Vec::with_capacity(calls);
