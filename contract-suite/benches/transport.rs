@@ -38,7 +38,19 @@
 //! threads with no runtime (the kernel's own floor), under a line saying
 //! how this machine's idle CPUs wait (halt polling). `OAC_BENCH_ROUNDS`
 //! sets the sustained run's rounds (3). Without `--bench` (a `cargo test`
-//! smoke run) the sustained run is cut down to a few calls.
+//! smoke run) the sustained run is cut down to a few calls, and runs in
+//! both shapes below.
+//!
+//! `OAC_BENCH_NODE_RUNTIME=1` splits the process the way a node and Core
+//! split machines: the servers (the node, `bare`'s and `echo`'s) run on a
+//! runtime of their own (threads `bench-node`, as many workers) with a
+//! host of their own loaded there (the same installation), the fake
+//! engine on a thread of its own (`fake-engine`), the callers, the proxy
+//! and the in-process host on the first runtime. Each path's CPU per call is then also
+//! printed by side, and the node's side of a call through the node (its
+//! runtime and the engine) is set against the whole in-process call: the
+//! rate a node's machine sustains against an in-process host's with the
+//! same cores, when both are bound by CPU.
 
 mod common;
 
@@ -46,7 +58,7 @@ use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
 use oac_fixtures::cpu::{
-    IdleWait, process_context_switches, process_cpu_time, process_minor_faults,
+    IdleWait, process_context_switches, process_cpu_time, process_minor_faults, threads_cpu_time,
 };
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
@@ -89,6 +101,12 @@ static REAL_ENGINE: std::sync::LazyLock<bool> =
 static RUNTIME_PROFILE: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_RUNTIME_PROFILE").is_some());
 
+/// The names of the servers' threads and of the fake engine's thread when
+/// they run apart (`OAC_BENCH_NODE_RUNTIME`; at most 15 bytes, a thread's
+/// `comm`).
+const NODE_THREAD: &str = "bench-node";
+const ENGINE_THREAD: &str = "fake-engine";
+
 /// Whether every caller works on allocation 0 (`OAC_BENCH_ONE_ALLOCATION`).
 static ONE_ALLOCATION: std::sync::LazyLock<bool> =
     std::sync::LazyLock::new(|| std::env::var_os("OAC_BENCH_ONE_ALLOCATION").is_some());
@@ -125,6 +143,8 @@ fn bootstrap(allocation: usize) -> Bootstrap {
 
 /// The host with the `docker` kind, the node serving it, and the proxy.
 struct Fixture {
+    /// The servers and the fake engine run on threads of their own.
+    apart: bool,
     host: Arc<Host>,
     remote: Arc<RemoteProvider>,
     client: NodeClient,
@@ -164,11 +184,33 @@ impl Echo {
     }
 }
 
+/// Starts the fake engine on a thread of its own, with a runtime of its own.
+fn fake_engine_on_own_thread() -> (Engine, String) {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(ENGINE_THREAD.into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio");
+            runtime.block_on(async move {
+                let engine = Engine::fake().await.expect("fake engine");
+                sender.send(engine).expect("the bench waits for its engine");
+                std::future::pending::<()>().await
+            })
+        })
+        .expect("the engine's thread");
+    receiver.recv().expect("the engine started")
+}
+
 impl Fixture {
     /// Loads the builtin `docker` row against the engine (the fake, or the
-    /// real one), serves the host on a Unix socket, connects the proxy, and
-    /// creates the allocations.
-    async fn start() -> Self {
+    /// real one), serves the host on a Unix socket from `servers` (as the
+    /// bare and echo servers), connects the proxy, and creates the
+    /// allocations. `apart`: `servers` is a runtime of its own, and the
+    /// fake engine goes on a thread of its own (see the module's comment).
+    async fn start(servers: tokio::runtime::Handle, apart: bool) -> Self {
         let ((engine, image), seccomp_profile) = if *REAL_ENGINE {
             let (socket, seccomp_profile) =
                 common::real_engine().expect("OAC_BENCH_REAL_ENGINE=1 needs a real engine");
@@ -177,7 +219,11 @@ impl Fixture {
                 .unwrap_or_else(|error| panic!("the real engine: {error}"));
             (engine, seccomp_profile)
         } else {
-            let engine = Engine::fake().await.expect("fake engine");
+            let engine = if apart {
+                fake_engine_on_own_thread()
+            } else {
+                Engine::fake().await.expect("fake engine")
+            };
             let profile = if *RUNTIME_PROFILE {
                 oac_fixtures::seccomp_profile::runtime_profile_file()
                     .expect("OAC_BENCH_RUNTIME_PROFILE=1 needs the upstream profile")
@@ -189,7 +235,21 @@ impl Fixture {
         common::sweep(&engine, INSTALLATION).await;
         let host = common::docker_host(&engine, &image, &seccomp_profile, INSTALLATION).await;
         let host = Arc::new(host);
-        let node = ServedNode::start(host.clone(), budget()).await;
+        // Apart, the servers run a host of their own, loaded on their
+        // runtime, so that no Engine connection of one side is driven by
+        // the other's threads; the same installation owns the allocations.
+        let served = if apart {
+            let loaded = servers.spawn(common::docker_host_at(
+                engine.socket().map(std::path::Path::to_path_buf),
+                image.clone(),
+                seccomp_profile.clone(),
+                INSTALLATION.to_string(),
+            ));
+            Arc::new(loaded.await.expect("the servers' host"))
+        } else {
+            host.clone()
+        };
+        let node = ServedNode::start_on(served.clone(), budget(), &servers).await;
         let remote = node.remote.clone();
 
         let local = host.kind(KIND).expect("docker kind");
@@ -207,14 +267,17 @@ impl Fixture {
                 assert_eq!(info.state, LifecycleState::Running, "{info:?}");
             }
         }
-        let bare = Arc::new(bare::serve(host.clone()).await);
+        let bare = servers.spawn(bare::serve(served));
+        let bare = Arc::new(bare.await.expect("bare server"));
+        let echo = servers.spawn(Echo::start()).await.expect("echo server");
         Self {
+            apart,
             host,
             remote,
             client: node.client.clone(),
             node,
             bare,
-            echo: Echo::start().await,
+            echo,
             _engine: engine,
         }
     }
@@ -272,14 +335,40 @@ impl Route {
 
 /// Latencies of every call, the wall time of a sustained run and the CPU
 /// this process spent in it (callers, node, host, and the fake engine when
-/// it is the fake).
+/// it is the fake), and the part of it the servers' threads and the fake
+/// engine's thread spent when they run apart.
 #[derive(Default)]
 struct Run {
     latencies: Vec<Duration>,
     wall: Duration,
     cpu: Duration,
+    sides: Sides,
     switches: u64,
     faults: u64,
+}
+
+/// CPU of the servers' runtime and of the fake engine's thread when they
+/// run apart; zero otherwise (no thread has their names).
+#[derive(Clone, Copy, Default)]
+struct Sides {
+    node: Duration,
+    engine: Duration,
+}
+
+impl Sides {
+    fn now() -> Self {
+        Self {
+            node: threads_cpu_time(NODE_THREAD),
+            engine: threads_cpu_time(ENGINE_THREAD),
+        }
+    }
+
+    fn since(self, start: Self) -> Self {
+        Self {
+            node: self.node.saturating_sub(start.node),
+            engine: self.engine.saturating_sub(start.engine),
+        }
+    }
 }
 
 impl Run {
@@ -287,12 +376,18 @@ impl Run {
         self.latencies.extend(other.latencies);
         self.wall += other.wall;
         self.cpu += other.cpu;
+        self.sides.node += other.sides.node;
+        self.sides.engine += other.sides.engine;
         self.switches += other.switches;
         self.faults += other.faults;
     }
 
     fn cpu_per_call(&self) -> Duration {
-        self.cpu / self.latencies.len() as u32
+        self.per_call(self.cpu)
+    }
+
+    fn per_call(&self, cpu: Duration) -> Duration {
+        cpu / self.latencies.len() as u32
     }
 
     fn switches_per_call(&self) -> f64 {
@@ -317,6 +412,7 @@ impl Run {
 /// This process's counters at the start of a run.
 struct Meter {
     cpu: Duration,
+    sides: Sides,
     switches: u64,
     faults: u64,
     began: Instant,
@@ -324,8 +420,11 @@ struct Meter {
 
 impl Meter {
     fn start() -> Self {
+        // The sides are read outside the process's own window.
+        let sides = Sides::now();
         Self {
             cpu: process_cpu_time(),
+            sides,
             switches: process_context_switches(),
             faults: process_minor_faults(),
             began: Instant::now(),
@@ -338,6 +437,7 @@ impl Meter {
             latencies,
             wall: self.began.elapsed(),
             cpu: process_cpu_time().saturating_sub(self.cpu),
+            sides: Sides::now().since(self.sides),
             switches: process_context_switches().saturating_sub(self.switches),
             faults: process_minor_faults().saturating_sub(self.faults),
         }
@@ -472,7 +572,7 @@ fn micros(duration: Duration) -> String {
 fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds: usize) {
     println!(
         "sustained get-info, kind docker, {}: {calls} calls per path per round, \
-         {rounds} round(s), paths alternating, {}",
+         {rounds} round(s), paths alternating, {}{}",
         if *REAL_ENGINE {
             "real Docker Engine"
         } else {
@@ -482,6 +582,11 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
             "every caller on one allocation"
         } else {
             "each caller on its own allocation"
+        },
+        match (fixture.apart, *REAL_ENGINE) {
+            (false, _) => "",
+            (true, false) => ", the servers on a runtime of their own, the fake engine on a thread",
+            (true, true) => ", the servers on a runtime of their own",
         }
     );
     // A hand-over to a thread parked on the other CPU costs what an idle
@@ -534,8 +639,50 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 ratio(0.99),
             );
         }
+        if fixture.apart {
+            report_sides(callers, local, &[("transport", remote), ("bare", bare)]);
+        }
     }
     println!();
+}
+
+/// With the servers apart: each path's CPU per call by side, and
+/// the node's side of each path through a server (the servers' runtime and
+/// the engine) against the whole in-process call.
+fn report_sides(callers: usize, local: &Run, served: &[(&str, &Run)]) {
+    let sides = |run: &Run| {
+        let (node, engine) = (run.per_call(run.sides.node), run.per_call(run.sides.engine));
+        let callers = run.cpu_per_call().saturating_sub(node + engine);
+        (callers, node, engine)
+    };
+    for (name, run) in std::iter::once(("in_process", local)).chain(served.iter().copied()) {
+        let (callers_side, node, engine) = sides(run);
+        println!(
+            "{callers:>7}  {name} CPU/call by side: callers' runtime {}, servers' runtime {}, \
+             fake engine {}",
+            micros(callers_side),
+            micros(node),
+            micros(engine),
+        );
+    }
+    // The split is only worth reading if each side runs where it is
+    // counted: the served paths on the servers' runtime, the in-process
+    // path on the callers'.
+    let (_, in_process_on_servers, _) = sides(local);
+    for (name, run) in served {
+        let (_, node, engine) = sides(run);
+        assert!(
+            node > in_process_on_servers * 10,
+            "{name} runs on the servers' runtime ({node:?} a call there, \
+             {in_process_on_servers:?} for an in-process call)"
+        );
+        println!(
+            "{callers:>7}  {name}'s server side/in_process: CPU/call {} against {}, ops/s bound {:.2}",
+            micros(node + engine),
+            micros(local.cpu_per_call()),
+            local.cpu_per_call().as_secs_f64() / (node + engine).as_secs_f64(),
+        );
+    }
 }
 
 fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) {
@@ -580,21 +727,44 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
+    // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test,
+    // of both shapes.
     let measuring = std::env::args().any(|arg| arg == "--bench");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        // OAC_BENCH_WORKERS=1 shows what the hand-overs between workers
-        // cost on this machine (see BENCHMARKS.md).
-        .worker_threads(
-            std::env::var("OAC_BENCH_WORKERS")
-                .ok()
-                .and_then(|workers| workers.parse().ok())
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from)),
-        )
-        .enable_all()
-        .build()
-        .expect("tokio");
-    let fixture = rt.block_on(Fixture::start());
+    if measuring {
+        bench(std::env::var_os("OAC_BENCH_NODE_RUNTIME").is_some(), true);
+    } else {
+        bench(false, false);
+        bench(true, false);
+    }
+}
+
+/// Builds the runtimes and the fixture (the servers on a runtime of their
+/// own if `apart`), prints the sustained run (cut down unless `measuring`)
+/// and runs criterion's group.
+fn bench(apart: bool, measuring: bool) {
+    // OAC_BENCH_WORKERS=1 shows what the hand-overs between workers cost
+    // on this machine (see BENCHMARKS.md).
+    let workers = std::env::var("OAC_BENCH_WORKERS")
+        .ok()
+        .and_then(|workers| workers.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
+    let runtime = |name: Option<&str>| {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        if let Some(name) = name {
+            builder.thread_name(name);
+        }
+        builder
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .expect("tokio")
+    };
+    let rt = runtime(None);
+    let servers = apart.then(|| runtime(Some(NODE_THREAD)));
+    let handle = servers
+        .as_ref()
+        .map_or_else(|| rt.handle().clone(), |servers| servers.handle().clone());
+    let fixture = rt.block_on(Fixture::start(handle, apart));
     if measuring {
         let rounds = std::env::var("OAC_BENCH_ROUNDS").map_or(ROUNDS, |rounds| {
             rounds
@@ -611,6 +781,7 @@ fn main() {
     per_call(&mut criterion, &rt, &fixture);
     criterion.final_summary();
     rt.block_on(fixture.stop());
+    drop(servers);
 }
 
 /// The node protocol's frames without the node: a server that reads each

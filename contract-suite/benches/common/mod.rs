@@ -75,6 +75,24 @@ pub async fn docker_host(
     seccomp_profile: &str,
     installation: &str,
 ) -> Host {
+    docker_host_at(
+        engine.socket().map(std::path::Path::to_path_buf),
+        image.to_string(),
+        seccomp_profile.to_string(),
+        installation.to_string(),
+    )
+    .await
+}
+
+/// [`docker_host`] against the engine at `docker_socket`, owning its
+/// arguments so that it can be loaded on another runtime (its Engine
+/// client's connections then belong to that runtime).
+pub async fn docker_host_at(
+    docker_socket: Option<PathBuf>,
+    image: String,
+    seccomp_profile: String,
+    installation: String,
+) -> Host {
     let table: Vec<_> = registry::builtin()
         .into_iter()
         .filter(|row| row.kind == KIND)
@@ -85,10 +103,11 @@ pub async fn docker_host(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
     )
     .expect("docker profile");
-    let policy = contract_suite::harness::container_policy(image, seccomp_profile).expect("policy");
+    let policy =
+        contract_suite::harness::container_policy(&image, &seccomp_profile).expect("policy");
     let binding = NodeBinding {
-        installation_id: installation.into(),
-        docker_socket: engine.socket().map(std::path::Path::to_path_buf),
+        installation_id: installation,
+        docker_socket,
         container_policy: Some(policy),
         configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
         credential: None,
@@ -125,7 +144,22 @@ pub struct ServedNode {
 impl ServedNode {
     /// Serves `host` (with up to 64 operations in flight) and connects the
     /// proxy once the node answers.
+    #[allow(
+        dead_code,
+        reason = "the transport bench names the runtime it serves on"
+    )]
     pub async fn start(host: Arc<Host>, budget: Budget) -> Self {
+        Self::start_on(host, budget, &tokio::runtime::Handle::current()).await
+    }
+
+    /// [`Self::start`], the node served on `runtime` (its connections
+    /// and the operations they run included) while the proxy's sessions
+    /// belong to the caller's runtime.
+    pub async fn start_on(
+        host: Arc<Host>,
+        budget: Budget,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("node.sock");
         let token_file = dir.path().join("token");
@@ -139,7 +173,7 @@ impl ServedNode {
             ..Listen::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(async move {
+        let served = runtime.spawn(async move {
             node.serve(&listen, async {
                 let _ = stopped.await;
             })
