@@ -58,7 +58,8 @@ use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
 use oac_fixtures::cpu::{
-    IdleWait, process_context_switches, process_cpu_time, process_minor_faults, threads_cpu_time,
+    IdleWait, process_context_switches, process_cpu_time, process_minor_faults,
+    start_on_own_thread, threads_cpu_time,
 };
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
@@ -184,26 +185,6 @@ impl Echo {
     }
 }
 
-/// Starts the fake engine on a thread of its own, with a runtime of its own.
-fn fake_engine_on_own_thread() -> (Engine, String) {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name(ENGINE_THREAD.into())
-        .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio");
-            runtime.block_on(async move {
-                let engine = Engine::fake().await.expect("fake engine");
-                sender.send(engine).expect("the bench waits for its engine");
-                std::future::pending::<()>().await
-            })
-        })
-        .expect("the engine's thread");
-    receiver.recv().expect("the engine started")
-}
-
 impl Fixture {
     /// Loads the builtin `docker` row against the engine (the fake, or the
     /// real one), serves the host on a Unix socket from `servers` (as the
@@ -220,7 +201,10 @@ impl Fixture {
             (engine, seccomp_profile)
         } else {
             let engine = if apart {
-                fake_engine_on_own_thread()
+                start_on_own_thread(ENGINE_THREAD, || async {
+                    Engine::fake().await.expect("fake engine")
+                })
+                .expect("the engine's thread")
             } else {
                 Engine::fake().await.expect("fake engine")
             };

@@ -37,7 +37,9 @@
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use oac_fixtures::cpu::{process_cpu_time, process_minor_faults, threads_cpu_time};
+use oac_fixtures::cpu::{
+    process_cpu_time, process_minor_faults, start_on_own_thread, threads_cpu_time,
+};
 use oac_fixtures::docker_engine::FakeDockerEngine;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Bootstrap, NetworkAccess};
@@ -145,22 +147,10 @@ static ENGINE_ON_OWN_THREAD: std::sync::LazyLock<bool> =
 
 /// Starts the fake engine on a thread of its own, with a runtime of its own.
 fn engine_on_own_thread() -> FakeDockerEngine {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name(ENGINE_THREAD.into())
-        .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio");
-            runtime.block_on(async move {
-                let engine = FakeDockerEngine::start().await.expect("fake engine");
-                sender.send(engine).expect("the bench waits for its engine");
-                std::future::pending::<()>().await
-            })
-        })
-        .expect("the engine's thread");
-    receiver.recv().expect("the engine started")
+    start_on_own_thread(ENGINE_THREAD, || async {
+        FakeDockerEngine::start().await.expect("fake engine")
+    })
+    .expect("the engine's thread")
 }
 
 /// How long the engine holds every request.
