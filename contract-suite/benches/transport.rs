@@ -46,11 +46,11 @@
 //! runtime of their own (threads `bench-node`, as many workers) with a
 //! host of their own loaded there (the same installation), the fake
 //! engine on a thread of its own (`fake-engine`), the callers, the proxy
-//! and the in-process host on the first runtime. Each path's CPU per call is then also
-//! printed by side, and the node's side of a call through the node (its
-//! runtime and the engine) is set against the whole in-process call: the
-//! rate a node's machine sustains against an in-process host's with the
-//! same cores, when both are bound by CPU.
+//! and the in-process host on the first runtime. Each path's CPU per call
+//! is then also printed by side, and the node's side of a call through
+//! the node (its runtime and the engine) is set against the whole
+//! in-process call: the rate a node's machine sustains against an
+//! in-process host's with the same cores, when both are bound by CPU.
 
 mod common;
 
