@@ -107,7 +107,7 @@ impl Fixture {
             .unwrap_or_else(|error| panic!("the real engine: {error}"));
         let host: Arc<Host> =
             Arc::new(common::docker_host(&engine, &image, seccomp_profile, INSTALLATION).await);
-        let node = ServedNode::start(host, budget()).await;
+        let node = ServedNode::start(host, budget(), &tokio::runtime::Handle::current()).await;
         // The fixture's own client to the engine makes the direct requests.
         let Engine::Real { client: direct, .. } = &engine else {
             unreachable!("Engine::real answers a real engine")

@@ -233,7 +233,7 @@ impl Fixture {
         } else {
             host.clone()
         };
-        let node = ServedNode::start_on(served.clone(), budget(), &servers).await;
+        let node = ServedNode::start(served.clone(), budget(), &servers).await;
         let remote = node.remote.clone();
 
         let local = host.kind(KIND).expect("docker kind");
@@ -643,7 +643,7 @@ fn report_sides(callers: usize, local: &Run, served: &[(&str, &Run)]) {
         let (callers_side, node, engine) = sides(run);
         println!(
             "{callers:>7}  {name} CPU/call by side: callers' runtime {}, servers' runtime {}, \
-             fake engine {}",
+             engine's thread {}",
             micros(callers_side),
             micros(node),
             micros(engine),

@@ -142,24 +142,11 @@ pub struct ServedNode {
 }
 
 impl ServedNode {
-    /// Serves `host` (with up to 64 operations in flight) and connects the
-    /// proxy once the node answers.
-    #[allow(
-        dead_code,
-        reason = "the transport bench names the runtime it serves on"
-    )]
-    pub async fn start(host: Arc<Host>, budget: Budget) -> Self {
-        Self::start_on(host, budget, &tokio::runtime::Handle::current()).await
-    }
-
-    /// [`Self::start`], the node served on `runtime` (its connections
-    /// and the operations they run included) while the proxy's sessions
-    /// belong to the caller's runtime.
-    pub async fn start_on(
-        host: Arc<Host>,
-        budget: Budget,
-        runtime: &tokio::runtime::Handle,
-    ) -> Self {
+    /// Serves `host` (with up to 64 operations in flight) on `runtime`
+    /// (its connections and the operations they run included) and
+    /// connects the proxy, whose sessions belong to the caller's runtime,
+    /// once the node answers.
+    pub async fn start(host: Arc<Host>, budget: Budget, runtime: &tokio::runtime::Handle) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("node.sock");
         let token_file = dir.path().join("token");
