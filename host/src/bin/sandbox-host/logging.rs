@@ -4,7 +4,7 @@
 //! the crates that see request and response bytes.
 
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::filter::{EnvFilter, FilterExt, LevelFilter, Targets};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::prelude::*;
 
@@ -61,7 +61,11 @@ where
     } else {
         layer.boxed()
     };
-    tracing_subscriber::registry().with(layer.with_filter(filter).with_filter(ceiling))
+    // One filter of both, so that the subscriber's level hint is the lower
+    // of theirs: `log` records and events below it are then refused at the
+    // call site, before any filter runs (nested, the ceiling's TRACE
+    // default set the hint).
+    tracing_subscriber::registry().with(layer.with_filter(filter.and(ceiling)))
 }
 
 #[cfg(test)]
@@ -87,6 +91,24 @@ mod tests {
         type Writer = Captured;
         fn make_writer(&'w self) -> Self::Writer {
             self.clone()
+        }
+    }
+
+    #[test]
+    fn the_subscribers_level_hint_is_its_filters() {
+        use tracing::Subscriber as _;
+        for (directives, hint) in [
+            ("warn", LevelFilter::WARN),
+            ("info,oac=debug", LevelFilter::DEBUG),
+            ("trace", LevelFilter::TRACE),
+        ] {
+            let subscriber = subscriber(
+                EnvFilter::new(directives),
+                false,
+                false,
+                Captured::default(),
+            );
+            assert_eq!(subscriber.max_level_hint(), Some(hint), "{directives}");
         }
     }
 
