@@ -51,16 +51,24 @@
 //! the node (its runtime and the engine) is set against the whole
 //! in-process call: the rate a node's machine sustains against an
 //! in-process host's with the same cores, when both are bound by CPU.
+//!
+//! `OAC_BENCH_NODE_PROCESS=1` goes one step further: the node is the
+//! `sandbox-host serve` binary in a process of its own (the one built
+//! beside this bench, e.g. `target/release/sandbox-host`, or the one
+//! `OAC_SANDBOX_HOST` names), with its own configuration file naming the
+//! same engine, installation, policy and adapter configuration, and the
+//! fake engine on a thread of its own. Its paths are `in_process`,
+//! `transport` and `kinds` (the other servers live in this process); the
+//! CPU, switches and faults per call are both processes', and the node's
+//! side is the node's process and the engine's thread. The smoke run
+//! takes this shape too, when the binary is there.
 
 mod common;
 
 use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use oac_fixtures::cpu::{
-    IdleWait, process_context_switches, process_cpu_time, process_minor_faults,
-    start_on_own_thread, threads_cpu_time,
-};
+use oac_fixtures::cpu::{IdleWait, Process, start_on_own_thread, threads_cpu_time};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
@@ -142,16 +150,69 @@ fn bootstrap(allocation: usize) -> Bootstrap {
     }
 }
 
+/// Where the servers run against the callers (see the module's comment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Everything on one runtime.
+    Together,
+    /// The servers on a runtime of their own, the fake engine on a thread
+    /// (`OAC_BENCH_NODE_RUNTIME`).
+    RuntimeApart,
+    /// The node in a `sandbox-host serve` process of its own, the fake
+    /// engine on a thread (`OAC_BENCH_NODE_PROCESS`).
+    ProcessApart,
+}
+
+impl Shape {
+    /// The shape `cargo bench` was asked for.
+    fn from_env() -> Self {
+        let set = |name| std::env::var_os(name).is_some();
+        match (set("OAC_BENCH_NODE_RUNTIME"), set("OAC_BENCH_NODE_PROCESS")) {
+            (false, false) => Shape::Together,
+            (true, false) => Shape::RuntimeApart,
+            (false, true) => Shape::ProcessApart,
+            (true, true) => {
+                panic!("set one of OAC_BENCH_NODE_RUNTIME and OAC_BENCH_NODE_PROCESS, not both")
+            }
+        }
+    }
+
+    /// The sustained run's paths, in the order of its table: with the
+    /// node in a process of its own, only those that reach it, and the
+    /// in-process call.
+    fn routes(self) -> &'static [Route] {
+        match self {
+            Shape::Together | Shape::RuntimeApart => &ROUTES,
+            Shape::ProcessApart => &[Route::InProcess, Route::Transport, Route::Floor],
+        }
+    }
+
+    /// What the node's side is called in the by-side rows, when apart.
+    fn node_side(self) -> &'static str {
+        match self {
+            Shape::Together | Shape::RuntimeApart => "servers' runtime",
+            Shape::ProcessApart => "node's process",
+        }
+    }
+}
+
+/// The node the proxy reaches: served by this process, or a process of
+/// its own.
+enum Served {
+    InBench(ServedNode),
+    Process(node_process::NodeProcess),
+}
+
 /// The host with the `docker` kind, the node serving it, and the proxy.
 struct Fixture {
-    /// The servers and the fake engine run on threads of their own.
-    apart: bool,
+    shape: Shape,
     host: Arc<Host>,
     remote: Arc<RemoteProvider>,
     client: NodeClient,
-    node: ServedNode,
-    bare: Arc<bare::Client>,
-    echo: Echo,
+    node: Served,
+    /// The servers of this process, when it serves the node.
+    bare: Option<Arc<bare::Client>>,
+    echo: Option<Echo>,
     _engine: Engine,
 }
 
@@ -188,10 +249,11 @@ impl Echo {
 impl Fixture {
     /// Loads the builtin `docker` row against the engine (the fake, or the
     /// real one), serves the host on a Unix socket from `servers` (as the
-    /// bare and echo servers), connects the proxy, and creates the
-    /// allocations. `apart`: `servers` is a runtime of its own, and the
-    /// fake engine goes on a thread of its own (see the module's comment).
-    async fn start(servers: tokio::runtime::Handle, apart: bool) -> Self {
+    /// bare and echo servers) or starts a node process for it, connects
+    /// the proxy, and creates the allocations. Apart, `servers` is a
+    /// runtime of its own (unused for a node process), and the fake engine
+    /// goes on a thread of its own (see the module's comment).
+    async fn start(servers: tokio::runtime::Handle, shape: Shape, workers: usize) -> Self {
         let ((engine, image), seccomp_profile) = if *REAL_ENGINE {
             let (socket, seccomp_profile) =
                 common::real_engine().expect("OAC_BENCH_REAL_ENGINE=1 needs a real engine");
@@ -200,7 +262,7 @@ impl Fixture {
                 .unwrap_or_else(|error| panic!("the real engine: {error}"));
             (engine, seccomp_profile)
         } else {
-            let engine = if apart {
+            let engine = if shape != Shape::Together {
                 start_on_own_thread(ENGINE_THREAD, || async {
                     Engine::fake().await.expect("fake engine")
                 })
@@ -220,21 +282,42 @@ impl Fixture {
         let host = common::docker_host(&engine, &image, &seccomp_profile, INSTALLATION).await;
         let host = Arc::new(host);
         // Apart, the servers run a host of their own, loaded on their
-        // runtime, so that no Engine connection of one side is driven by
-        // the other's threads; the same installation owns the allocations.
-        let served = if apart {
-            let loaded = servers.spawn(common::docker_host_at(
-                engine.socket().map(std::path::Path::to_path_buf),
-                image.clone(),
-                seccomp_profile.clone(),
-                INSTALLATION.to_string(),
-            ));
-            Arc::new(loaded.await.expect("the servers' host"))
-        } else {
-            host.clone()
+        // runtime (or in their process), so that no Engine connection of
+        // one side is driven by the other's threads; the same installation
+        // owns the allocations.
+        let served = match shape {
+            Shape::Together => Some(host.clone()),
+            Shape::RuntimeApart => {
+                let loaded = servers.spawn(common::docker_host_at(
+                    engine.socket().map(std::path::Path::to_path_buf),
+                    image.clone(),
+                    seccomp_profile.clone(),
+                    INSTALLATION.to_string(),
+                ));
+                Some(Arc::new(loaded.await.expect("the servers' host")))
+            }
+            Shape::ProcessApart => None,
         };
-        let node = ServedNode::start(served.clone(), budget(), &servers).await;
-        let remote = node.remote.clone();
+        let node = match &served {
+            Some(served) => {
+                Served::InBench(ServedNode::start(served.clone(), budget(), &servers).await)
+            }
+            None => Served::Process(
+                node_process::NodeProcess::start(node_process::Settings {
+                    docker_socket: engine.socket().expect("a Docker Engine").to_path_buf(),
+                    image: image.clone(),
+                    seccomp_profile: seccomp_profile.clone(),
+                    installation: INSTALLATION.to_string(),
+                    workers,
+                })
+                .await
+                .unwrap_or_else(|missing| panic!("{missing}")),
+            ),
+        };
+        let (remote, client) = match &node {
+            Served::InBench(node) => (node.remote.clone(), node.client.clone()),
+            Served::Process(node) => (node.remote.clone(), node.client.clone()),
+        };
 
         let local = host.kind(KIND).expect("docker kind");
         for allocation in 0..ALLOCATIONS {
@@ -251,18 +334,32 @@ impl Fixture {
                 assert_eq!(info.state, LifecycleState::Running, "{info:?}");
             }
         }
-        let bare = servers.spawn(bare::serve(served));
-        let bare = Arc::new(bare.await.expect("bare server"));
-        let echo = servers.spawn(Echo::start()).await.expect("echo server");
+        let (bare, echo) = match served {
+            Some(served) => {
+                let bare = servers.spawn(bare::serve(served));
+                let bare = Arc::new(bare.await.expect("bare server"));
+                let echo = servers.spawn(Echo::start()).await.expect("echo server");
+                (Some(bare), Some(echo))
+            }
+            None => (None, None),
+        };
         Self {
-            apart,
+            shape,
             host,
             remote,
-            client: node.client.clone(),
+            client,
             node,
             bare,
             echo,
             _engine: engine,
+        }
+    }
+
+    /// The node's process, when it runs in one.
+    fn node_process(&self) -> Option<Process> {
+        match &self.node {
+            Served::InBench(_) => None,
+            Served::Process(node) => Some(Process::Other(node.pid())),
         }
     }
 
@@ -274,7 +371,10 @@ impl Fixture {
                 .await
                 .expect("killed");
         }
-        self.node.stop().await;
+        match self.node {
+            Served::InBench(node) => node.stop().await,
+            Served::Process(node) => node.stop(),
+        }
     }
 }
 
@@ -288,7 +388,7 @@ const ROUTES: [Route; 6] = [
     Route::Threads,
 ];
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Route {
     InProcess,
     Transport,
@@ -319,7 +419,8 @@ impl Route {
 
 /// Latencies of every call, the wall time of a sustained run and the CPU
 /// this process spent in it (callers, node, host, and the fake engine when
-/// it is the fake), and the part of it the servers' threads and the fake
+/// it is the fake) and the node's process when there is one, and the part
+/// of it the servers' threads (or the node's process) and the fake
 /// engine's thread spent when they run apart.
 #[derive(Default)]
 struct Run {
@@ -331,8 +432,9 @@ struct Run {
     faults: u64,
 }
 
-/// CPU of the servers' runtime and of the fake engine's thread when they
-/// run apart; zero otherwise (no thread has their names).
+/// CPU of the servers' runtime (or the node's process) and of the fake
+/// engine's thread when they run apart; zero otherwise (no thread has
+/// their names).
 #[derive(Clone, Copy, Default)]
 struct Sides {
     node: Duration,
@@ -340,9 +442,9 @@ struct Sides {
 }
 
 impl Sides {
-    fn now() -> Self {
+    fn now(node_process: Option<Process>) -> Self {
         Self {
-            node: threads_cpu_time(NODE_THREAD),
+            node: node_process.map_or_else(|| threads_cpu_time(NODE_THREAD), Process::cpu_time),
             engine: threads_cpu_time(ENGINE_THREAD),
         }
     }
@@ -393,37 +495,59 @@ impl Run {
     }
 }
 
-/// This process's counters at the start of a run.
-struct Meter {
+/// CPU, context switches and minor page faults of some processes.
+#[derive(Clone, Copy, Default)]
+struct Counters {
     cpu: Duration,
-    sides: Sides,
     switches: u64,
     faults: u64,
+}
+
+impl Counters {
+    fn of(processes: &[Process]) -> Self {
+        processes.iter().fold(Self::default(), |sum, process| Self {
+            cpu: sum.cpu + process.cpu_time(),
+            switches: sum.switches + process.context_switches(),
+            faults: sum.faults + process.minor_faults(),
+        })
+    }
+}
+
+/// The counters of this process, and of the node's when it has one, at
+/// the start of a run.
+struct Meter {
+    processes: Vec<Process>,
+    node_process: Option<Process>,
+    counters: Counters,
+    sides: Sides,
     began: Instant,
 }
 
 impl Meter {
-    fn start() -> Self {
-        // The sides are read outside the process's own window.
-        let sides = Sides::now();
+    fn start(node_process: Option<Process>) -> Self {
+        let processes: Vec<_> = std::iter::once(Process::This).chain(node_process).collect();
+        // The sides are read outside the processes' own window.
+        let sides = Sides::now(node_process);
         Self {
-            cpu: process_cpu_time(),
+            counters: Counters::of(&processes),
+            processes,
+            node_process,
             sides,
-            switches: process_context_switches(),
-            faults: process_minor_faults(),
             began: Instant::now(),
         }
     }
 
     /// The run since the start, its calls' `latencies` given.
     fn finish(self, latencies: Vec<Duration>) -> Run {
+        let wall = self.began.elapsed();
+        let now = Counters::of(&self.processes);
         Run {
             latencies,
-            wall: self.began.elapsed(),
-            cpu: process_cpu_time().saturating_sub(self.cpu),
-            sides: Sides::now().since(self.sides),
-            switches: process_context_switches().saturating_sub(self.switches),
-            faults: process_minor_faults().saturating_sub(self.faults),
+            wall,
+            cpu: now.cpu.saturating_sub(self.counters.cpu),
+            sides: Sides::now(self.node_process).since(self.sides),
+            switches: now.switches.saturating_sub(self.counters.switches),
+            faults: now.faults.saturating_sub(self.counters.faults),
         }
     }
 }
@@ -434,7 +558,7 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
         return echo_between_threads(callers, calls);
     }
     let next = Arc::new(AtomicUsize::new(0));
-    let meter = Meter::start();
+    let meter = Meter::start(fixture.node_process());
     let tasks: Vec<_> = (0..callers)
         .map(|caller| {
             let allocation = allocation_of(caller);
@@ -442,12 +566,16 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
             let remote = fixture.remote.clone();
             let client = fixture.client.clone();
             let next = next.clone();
-            let echo = fixture.echo.socket.clone();
+            let echo = fixture.echo.as_ref().map(|echo| echo.socket.clone());
             let bare = fixture.bare.clone();
             tokio::spawn(async move {
                 let local = host.kind(KIND).expect("docker kind");
                 let mut echoed = match path {
-                    Route::Echo => Some(UnixStream::connect(echo).await.expect("echo server")),
+                    Route::Echo => Some(
+                        UnixStream::connect(echo.expect("an echo server"))
+                            .await
+                            .expect("echo server"),
+                    ),
                     _ => None,
                 };
                 let mut frame = [7; ECHO_FRAME];
@@ -463,7 +591,12 @@ async fn sustained(fixture: &Fixture, path: Route, callers: usize, calls: usize)
                             .get_info(reference(allocation), budget())
                             .await
                             .is_ok(),
-                        Route::Bare => bare.get_info(reference(allocation)).await.is_ok(),
+                        Route::Bare => bare
+                            .as_ref()
+                            .expect("a bare server")
+                            .get_info(reference(allocation))
+                            .await
+                            .is_ok(),
                         Route::Floor => client.kinds(budget()).await.is_ok(),
                         Route::Echo => {
                             let stream = echoed.as_mut().expect("connected");
@@ -535,7 +668,7 @@ fn echo_between_threads(callers: usize, calls: usize) -> Run {
     // Only the calling threads hold a sender now: one that panics drops
     // its own, and the run fails below instead of waiting for it.
     drop(done);
-    let meter = Meter::start();
+    let meter = Meter::start(None);
     started.wait();
     let mut latencies = Vec::with_capacity(calls);
     for _ in 0..callers {
@@ -567,10 +700,20 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         } else {
             "each caller on its own allocation"
         },
-        match (fixture.apart, *REAL_ENGINE) {
-            (false, _) => "",
-            (true, false) => ", the servers on a runtime of their own, the fake engine on a thread",
-            (true, true) => ", the servers on a runtime of their own",
+        match (fixture.shape, *REAL_ENGINE) {
+            (Shape::Together, _) => "",
+            (Shape::RuntimeApart, false) => {
+                ", the servers on a runtime of their own, the fake engine on a thread"
+            }
+            (Shape::RuntimeApart, true) => ", the servers on a runtime of their own",
+            (Shape::ProcessApart, false) => {
+                ", the node in a process of its own, the fake engine on a thread \
+                 (CPU, switches and faults: both processes)"
+            }
+            (Shape::ProcessApart, true) => {
+                ", the node in a process of its own \
+                 (CPU, switches and faults: both processes)"
+            }
         }
     );
     // A hand-over to a thread parked on the other CPU costs what an idle
@@ -580,27 +723,25 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}  {:>7}",
         "callers", "path", "ops/s", "p50", "p99", "CPU/call", "switches", "faults"
     );
+    let routes = fixture.shape.routes();
     for callers in CALLERS {
         // Warm up every path (pool slots, connections) before measuring.
-        for path in ROUTES {
+        for &path in routes {
             rt.block_on(sustained(fixture, path, callers, (calls / 10).max(callers)));
         }
-        let mut runs = ROUTES.map(|_| Run::default());
+        let mut runs: Vec<Run> = routes.iter().map(|_| Run::default()).collect();
         for round in 0..rounds {
             // Alternate the order, so no path always follows the same one.
-            let order = if round % 2 == 0 {
-                ROUTES
-            } else {
-                let mut reversed = ROUTES;
-                reversed.reverse();
-                reversed
-            };
-            for path in order {
+            let mut order: Vec<_> = routes.iter().copied().enumerate().collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for (at, path) in order {
                 let run = rt.block_on(sustained(fixture, path, callers, calls));
-                runs[path as usize].absorb(run);
+                runs[at].absorb(run);
             }
         }
-        for (path, run) in ROUTES.iter().zip(&mut runs) {
+        for (path, run) in routes.iter().zip(&mut runs) {
             run.latencies.sort_unstable();
             println!(
                 "{callers:>7}  {:<10}  {:>9.0}  {:>10}  {:>10}  {:>10}  {:>9.1}  {:>7.2}",
@@ -613,8 +754,18 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 run.faults_per_call(),
             );
         }
-        let [local, remote, bare, ..] = &runs;
-        for (name, path) in [("transport", remote), ("bare", bare)] {
+        let run_of = |route: Route| {
+            routes
+                .iter()
+                .position(|&path| path == route)
+                .map(|at| &runs[at])
+        };
+        let local = run_of(Route::InProcess).expect("the in-process path runs in every shape");
+        let served: Vec<_> = [("transport", Route::Transport), ("bare", Route::Bare)]
+            .into_iter()
+            .filter_map(|(name, route)| Some((name, run_of(route)?)))
+            .collect();
+        for &(name, path) in &served {
             let ratio = |q| path.percentile(q).as_secs_f64() / local.percentile(q).as_secs_f64();
             println!(
                 "{callers:>7}  {name}/in_process: ops/s {:.2}, p50 {:.2}, p99 {:.2}",
@@ -623,17 +774,17 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
                 ratio(0.99),
             );
         }
-        if fixture.apart {
-            report_sides(callers, local, &[("transport", remote), ("bare", bare)]);
+        if fixture.shape != Shape::Together {
+            report_sides(fixture.shape, callers, local, &served);
         }
     }
     println!();
 }
 
 /// With the servers apart: each path's CPU per call by side, and
-/// the node's side of each path through a server (the servers' runtime and
-/// the engine) against the whole in-process call.
-fn report_sides(callers: usize, local: &Run, served: &[(&str, &Run)]) {
+/// the node's side of each path through a server (the servers' runtime or
+/// the node's process, and the engine) against the whole in-process call.
+fn report_sides(shape: Shape, callers: usize, local: &Run, served: &[(&str, &Run)]) {
     let sides = |run: &Run| {
         let (node, engine) = (run.per_call(run.sides.node), run.per_call(run.sides.engine));
         let callers = run.cpu_per_call().saturating_sub(node + engine);
@@ -642,23 +793,25 @@ fn report_sides(callers: usize, local: &Run, served: &[(&str, &Run)]) {
     for (name, run) in std::iter::once(("in_process", local)).chain(served.iter().copied()) {
         let (callers_side, node, engine) = sides(run);
         println!(
-            "{callers:>7}  {name} CPU/call by side: callers' runtime {}, servers' runtime {}, \
+            "{callers:>7}  {name} CPU/call by side: callers' runtime {}, {} {}, \
              engine's thread {}",
             micros(callers_side),
+            shape.node_side(),
             micros(node),
             micros(engine),
         );
     }
     // The split is only worth reading if each side runs where it is
-    // counted: the served paths on the servers' runtime, the in-process
-    // path on the callers'.
+    // counted: the served paths on the servers' runtime (or the node's
+    // process), the in-process path on the callers'.
     let (_, in_process_on_servers, _) = sides(local);
     for (name, run) in served {
         let (_, node, engine) = sides(run);
         assert!(
             node > in_process_on_servers * 10,
-            "{name} runs on the servers' runtime ({node:?} a call there, \
-             {in_process_on_servers:?} for an in-process call)"
+            "{name} runs on the {} ({node:?} a call there, \
+             {in_process_on_servers:?} for an in-process call)",
+            shape.node_side(),
         );
         println!(
             "{callers:>7}  {name}'s server side/in_process: CPU/call {} against {}, ops/s bound {:.2}",
@@ -712,20 +865,23 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test,
-    // of both shapes.
+    // of every shape (the node's process when its binary is there).
     let measuring = std::env::args().any(|arg| arg == "--bench");
     if measuring {
-        bench(std::env::var_os("OAC_BENCH_NODE_RUNTIME").is_some(), true);
+        bench(Shape::from_env(), true);
     } else {
-        bench(false, false);
-        bench(true, false);
+        bench(Shape::Together, false);
+        bench(Shape::RuntimeApart, false);
+        match node_process::binary() {
+            Ok(_) => bench(Shape::ProcessApart, false),
+            Err(missing) => println!("SKIPPED the node's process shape: {missing}"),
+        }
     }
 }
 
-/// Builds the runtimes and the fixture (the servers on a runtime of their
-/// own if `apart`), prints the sustained run (cut down unless `measuring`)
-/// and runs criterion's group.
-fn bench(apart: bool, measuring: bool) {
+/// Builds the runtimes and the fixture in `shape`, prints the sustained
+/// run (cut down unless `measuring`) and runs criterion's group.
+fn bench(shape: Shape, measuring: bool) {
     // OAC_BENCH_WORKERS=1 shows what the hand-overs between workers cost
     // on this machine (see BENCHMARKS.md).
     let workers = std::env::var("OAC_BENCH_WORKERS")
@@ -744,11 +900,11 @@ fn bench(apart: bool, measuring: bool) {
             .expect("tokio")
     };
     let rt = runtime(None);
-    let servers = apart.then(|| runtime(Some(NODE_THREAD)));
+    let servers = (shape == Shape::RuntimeApart).then(|| runtime(Some(NODE_THREAD)));
     let handle = servers
         .as_ref()
         .map_or_else(|| rt.handle().clone(), |servers| servers.handle().clone());
-    let fixture = rt.block_on(Fixture::start(handle, apart));
+    let fixture = rt.block_on(Fixture::start(handle, shape, workers));
     if measuring {
         let rounds = std::env::var("OAC_BENCH_ROUNDS").map_or(ROUNDS, |rounds| {
             rounds
@@ -881,6 +1037,179 @@ mod bare {
                 Ok(Answer::Outcome(Outcome::Error { error, .. })) => Err(error),
                 _ => Err(Error::ComputeUnconfirmed),
             }
+        }
+    }
+}
+
+/// The node as `sandbox-host serve`, in a process of its own
+/// (`OAC_BENCH_NODE_PROCESS`): its configuration written from the same
+/// settings as the bench's own host, and the proxy connected to it.
+mod node_process {
+    use super::KIND;
+    use sandbox_host::Budget;
+    use sandbox_host::transport::{Endpoint, NodeClient, RemoteProvider};
+    use std::fmt::Write as _;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    const TOKEN: &str = "transport-bench-node-process-token";
+
+    /// What the node serves: the same as the bench's own host.
+    pub struct Settings {
+        pub docker_socket: PathBuf,
+        pub image: String,
+        pub seccomp_profile: String,
+        pub installation: String,
+        /// The node's tokio workers, as many as the bench's runtime.
+        pub workers: usize,
+    }
+
+    /// A running `sandbox-host serve` and the proxy Core would use.
+    pub struct NodeProcess {
+        pub remote: Arc<RemoteProvider>,
+        pub client: NodeClient,
+        child: Child,
+        dir: tempfile::TempDir,
+    }
+
+    /// The `sandbox-host` binary: `OAC_SANDBOX_HOST`, or the one built
+    /// beside this bench (`target/<profile>/sandbox-host`), or what is
+    /// missing.
+    pub fn binary() -> Result<PathBuf, String> {
+        if let Some(path) = std::env::var_os("OAC_SANDBOX_HOST") {
+            return Ok(path.into());
+        }
+        let exe = std::env::current_exe().map_err(|error| format!("this bench's path: {error}"))?;
+        // The bench is `target/<profile>/deps/transport-<hash>`.
+        let beside = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(|profile| profile.join("sandbox-host"))
+            .ok_or("this bench is not in a target directory")?;
+        if beside.is_file() {
+            Ok(beside)
+        } else {
+            Err(format!(
+                "no {} (build it with the bench's profile first, e.g. \
+                 `cargo build --release -p sandbox-host`, or set OAC_SANDBOX_HOST)",
+                beside.display()
+            ))
+        }
+    }
+
+    /// The node configuration for `settings`, listening on `socket`.
+    fn configuration(dir: &Path, settings: &Settings, socket: &Path) -> String {
+        let seccomp_file = dir.join("seccomp.json");
+        std::fs::write(&seccomp_file, &settings.seccomp_profile).expect("seccomp profile");
+        let token_file = dir.join("token");
+        std::fs::write(&token_file, TOKEN).expect("token");
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        let policy = contract_suite::harness::policy_settings(&settings.image, seccomp_file);
+        let quoted = |text: &str| serde_json::to_string(text).expect("a string");
+        let path = |path: &Path| quoted(&path.display().to_string());
+        let mut text = format!(
+            "token_file = {}\ninstallation = {}\nplugins = {}\nstate_dir = {}\n\
+             max_in_flight = 64\n[listen]\nunix = {}\n[log]\nlevel = \"warn\"\n\
+             [kinds.{KIND}]\ndocker_socket = {}\n[kinds.{KIND}.container_policy]\n\
+             image = {}\nnetwork = {}\nseccomp_profile = {}\ncpus = {:?}\n\
+             memory_mib = {}\npids_limit = {}\nnested_sandbox = {}\n\
+             [kinds.{KIND}.configuration]\n",
+            path(&token_file),
+            quoted(&settings.installation),
+            path(&super::common::plugin_dir()),
+            path(&dir.join("state")),
+            path(socket),
+            path(&settings.docker_socket),
+            quoted(&policy.image),
+            quoted(&policy.network),
+            path(&policy.seccomp_profile),
+            policy.cpus,
+            policy.memory_mib,
+            policy.pids_limit,
+            policy.nested_sandbox,
+        );
+        // The profile's keys hold strings, numbers and arrays of them,
+        // which JSON and TOML write alike.
+        let profile = super::common::docker_configuration();
+        for (key, value) in profile.as_object().expect("the profile is an object") {
+            assert!(
+                !value.is_object(),
+                "the docker profile's {key} is a table: write it as TOML here"
+            );
+            writeln!(text, "{key} = {value}").expect("a string");
+        }
+        text
+    }
+
+    impl NodeProcess {
+        /// Starts `sandbox-host serve` for `settings` and connects the
+        /// proxy once it answers; fails if the binary is missing.
+        pub async fn start(settings: Settings) -> Result<Self, String> {
+            let binary = binary()?;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let socket = dir.path().join("node.sock");
+            let config = dir.path().join("node.toml");
+            std::fs::write(&config, configuration(dir.path(), &settings, &socket))
+                .expect("node configuration");
+            let log = std::fs::File::create(dir.path().join("serve.log")).expect("log");
+            let mut child = Command::new(&binary)
+                .arg("serve")
+                .arg("--config")
+                .arg(&config)
+                .env("TOKIO_WORKER_THREADS", settings.workers.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|error| format!("{} does not start: {error}", binary.display()))?;
+            let log = || std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+            let client = NodeClient::new(&Endpoint::Unix(socket), TOKEN).expect("client");
+            let budget = Budget::from_millis(10_000).expect("budget");
+            let began = Instant::now();
+            let remote = loop {
+                if let Ok(remote) = RemoteProvider::connect(client.clone(), KIND, budget).await {
+                    break remote;
+                }
+                if let Some(status) = child.try_wait().expect("the node's status") {
+                    panic!("the node exited ({status}) before answering: {}", log());
+                }
+                if began.elapsed() > Duration::from_secs(300) {
+                    let _ = child.kill();
+                    panic!("the node did not answer within 300 s: {}", log());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            Ok(Self {
+                remote: Arc::new(remote),
+                client,
+                child,
+                dir,
+            })
+        }
+
+        pub fn pid(&self) -> u32 {
+            self.child.id()
+        }
+
+        /// Stops the node as an operator does (SIGTERM) and checks that
+        /// it finished cleanly.
+        pub fn stop(mut self) {
+            let sent = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status()
+                .expect("kill");
+            assert!(sent.success(), "SIGTERM sent");
+            let status = self.child.wait().expect("the node exits");
+            let log = std::fs::read_to_string(self.dir.path().join("serve.log"));
+            assert!(
+                status.success(),
+                "the node exits 0 on SIGTERM: {status}, {log:?}"
+            );
         }
     }
 }

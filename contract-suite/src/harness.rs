@@ -35,16 +35,25 @@ pub fn container_policy(
     image: &str,
     seccomp_profile: &str,
 ) -> Result<ContainerPolicy, sandbox_host::capability::docker::policy::PolicyError> {
-    let settings = PolicySettings {
+    ContainerPolicy::new(
+        &policy_settings(image, PathBuf::new()),
+        seccomp_profile.into(),
+    )
+}
+
+/// The settings of [`container_policy`] as a node configuration writes
+/// them, its profile in `seccomp_profile_file`: what a node started as a
+/// process of its own is given, so that it polices as the suite's host.
+pub fn policy_settings(image: &str, seccomp_profile_file: PathBuf) -> PolicySettings {
+    PolicySettings {
         image: image.into(),
         network: "none".into(),
-        seccomp_profile: PathBuf::new(),
+        seccomp_profile: seccomp_profile_file,
         cpus: 1.0,
         memory_mib: 256,
         pids_limit: 128,
         nested_sandbox: false,
-    };
-    ContainerPolicy::new(&settings, seccomp_profile.into())
+    }
 }
 
 /// What to test.

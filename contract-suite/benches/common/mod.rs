@@ -23,7 +23,7 @@ pub const KIND: &str = "docker";
 const TOKEN: &str = "suite-bench-token-0123456789";
 
 /// Where `cargo xtask build-plugins` staged the components.
-fn plugin_dir() -> PathBuf {
+pub fn plugin_dir() -> PathBuf {
     std::env::var_os("OAC_PLUGIN_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
@@ -66,6 +66,16 @@ pub async fn sweep(engine: &Engine, installation: &str) {
     }
 }
 
+/// The suite's docker profile: the `docker` adapter's configuration the
+/// benches' hosts and nodes load.
+pub fn docker_configuration() -> serde_json::Value {
+    let profile = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
+    )
+    .expect("docker profile");
+    serde_json::from_str(&profile).expect("profile is JSON")
+}
+
 /// The builtin `docker` row loaded with the suite's docker profile, as
 /// `installation`, against `engine` under a policy of `image` and
 /// `seccomp_profile`.
@@ -99,17 +109,13 @@ pub async fn docker_host_at(
         .collect();
     assert_eq!(table.len(), 1, "the registry has a docker row");
     assert_eq!(table[0].mode, Mode::Nodes);
-    let configuration = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
-    )
-    .expect("docker profile");
     let policy =
         contract_suite::harness::container_policy(&image, &seccomp_profile).expect("policy");
     let binding = NodeBinding {
         installation_id: installation,
         docker_socket,
         container_policy: Some(policy),
-        configuration: serde_json::from_str(&configuration).expect("profile is JSON"),
+        configuration: docker_configuration(),
         credential: None,
         receipts: None,
         http_test_network: None,
