@@ -1212,4 +1212,14 @@ mod node_process {
             );
         }
     }
+
+    /// A bench that fails half-way leaves no node running.
+    impl Drop for NodeProcess {
+        fn drop(&mut self) {
+            if let Ok(None) = self.child.try_wait() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
 }
