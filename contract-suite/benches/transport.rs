@@ -495,7 +495,8 @@ impl Run {
     }
 }
 
-/// CPU, context switches and minor page faults of some processes.
+/// CPU, context switches and minor page faults of this process and of
+/// the node's, when it has one.
 #[derive(Clone, Copy, Default)]
 struct Counters {
     cpu: Duration,
@@ -504,8 +505,9 @@ struct Counters {
 }
 
 impl Counters {
-    fn of(processes: &[Process]) -> Self {
-        processes.iter().fold(Self::default(), |sum, process| Self {
+    fn of(node_process: Option<Process>) -> Self {
+        let processes = std::iter::once(Process::This).chain(node_process);
+        processes.fold(Self::default(), |sum, process| Self {
             cpu: sum.cpu + process.cpu_time(),
             switches: sum.switches + process.context_switches(),
             faults: sum.faults + process.minor_faults(),
@@ -516,7 +518,6 @@ impl Counters {
 /// The counters of this process, and of the node's when it has one, at
 /// the start of a run.
 struct Meter {
-    processes: Vec<Process>,
     node_process: Option<Process>,
     counters: Counters,
     sides: Sides,
@@ -525,12 +526,10 @@ struct Meter {
 
 impl Meter {
     fn start(node_process: Option<Process>) -> Self {
-        let processes: Vec<_> = std::iter::once(Process::This).chain(node_process).collect();
         // The sides are read outside the processes' own window.
         let sides = Sides::now(node_process);
         Self {
-            counters: Counters::of(&processes),
-            processes,
+            counters: Counters::of(node_process),
             node_process,
             sides,
             began: Instant::now(),
@@ -540,7 +539,7 @@ impl Meter {
     /// The run since the start, its calls' `latencies` given.
     fn finish(self, latencies: Vec<Duration>) -> Run {
         let wall = self.began.elapsed();
-        let now = Counters::of(&self.processes);
+        let now = Counters::of(self.node_process);
         Run {
             latencies,
             wall,
