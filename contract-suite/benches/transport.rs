@@ -10,8 +10,10 @@
 //!
 //! One tokio multi-thread runtime carries everything: the fake engine, the
 //! node serving the host over a Unix socket, and the callers (one worker
-//! per core, or `OAC_BENCH_WORKERS`). One host (`Arc<Host>`) answers both
-//! paths:
+//! per core, or `OAC_BENCH_WORKERS`), except the node's connections, which
+//! a node serves on threads of its own (`node-conn-N`, as many as the
+//! runtime has workers), as `serve` does. One host (`Arc<Host>`) answers
+//! both paths:
 //!
 //! - `in_process`: the loaded kind's `get_info` (the host's `Kind`);
 //! - `transport`: `RemoteProvider::get_info`, i.e. a request frame on a
@@ -43,7 +45,8 @@
 //!
 //! `OAC_BENCH_NODE_RUNTIME=1` splits the process the way a node and Core
 //! split machines: the servers (the node, `bare`'s and `echo`'s) run on a
-//! runtime of their own (threads `bench-node`, as many workers) with a
+//! runtime of their own (threads `bench-node`, as many workers, and the
+//! node's connection threads `node-conn-N`) with a
 //! host of their own loaded there (the same installation), the fake
 //! engine on a thread of its own (`fake-engine`), the callers, the proxy
 //! and the in-process host on the first runtime. Each path's CPU per call
@@ -68,7 +71,9 @@ mod common;
 use common::{KIND, ServedNode};
 use contract_suite::fixtures::Engine;
 use criterion::Criterion;
-use oac_fixtures::cpu::{IdleWait, Process, start_on_own_thread, threads_cpu_time};
+use oac_fixtures::cpu::{
+    IdleWait, Process, start_on_own_thread, threads_cpu_time, threads_cpu_time_prefixed,
+};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
@@ -432,9 +437,9 @@ struct Run {
     faults: u64,
 }
 
-/// CPU of the servers' runtime (or the node's process) and of the fake
-/// engine's thread when they run apart; zero otherwise (no thread has
-/// their names).
+/// CPU of the servers' runtime and the node's connection threads (or the
+/// node's process) and of the fake engine's thread; reported only when
+/// they run apart.
 #[derive(Clone, Copy, Default)]
 struct Sides {
     node: Duration,
@@ -444,7 +449,13 @@ struct Sides {
 impl Sides {
     fn now(node_process: Option<Process>) -> Self {
         Self {
-            node: node_process.map_or_else(|| threads_cpu_time(NODE_THREAD), Process::cpu_time),
+            node: node_process.map_or_else(
+                || {
+                    threads_cpu_time(NODE_THREAD)
+                        + threads_cpu_time_prefixed(sandbox_host::transport::CONNECTION_THREAD_NAME)
+                },
+                Process::cpu_time,
+            ),
             engine: threads_cpu_time(ENGINE_THREAD),
         }
     }

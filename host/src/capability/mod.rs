@@ -10,6 +10,7 @@ pub(crate) mod log;
 pub mod receipts;
 pub(crate) mod scope;
 
+pub(crate) use docker::keep_pools_on_this_thread as keep_engine_pools_on_this_thread;
 pub use log::REDACTED;
 
 use std::sync::Arc;

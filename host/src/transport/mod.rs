@@ -3,11 +3,12 @@
 //! [`RemoteProvider`] is Core's side of it, the same provider interface as
 //! a kind loaded in-process. The protocol, its client and the proxy are the
 //! provider interface's ([`oac_provider_api`]); the node is here: its
-//! server, what each connection may hold ([`connection`]) and TLS for TCP
-//! ([`tls`]).
+//! server, what each connection may hold ([`connection`]), the threads
+//! connections are served on (`threads`) and TLS for TCP ([`tls`]).
 
 pub mod connection;
 pub mod server;
+mod threads;
 pub mod tls;
 
 pub use connection::ConnectionLimits;
@@ -17,6 +18,7 @@ pub use oac_provider_api::client::{
 pub use oac_provider_api::proxy::{self, ProxyError, RemoteProvider};
 pub use oac_provider_api::wire;
 pub use server::{Node, ServeError};
+pub use threads::THREAD_NAME as CONNECTION_THREAD_NAME;
 
 /// Connections a node serves at once; further ones wait in the backlog
 /// while every slot is held by an authenticated connection.

@@ -5,6 +5,7 @@
 //! before any native I/O) within the budget counted from receipt.
 
 use super::connection::{Activity, Admission, ConnectionLimits, Guarded, Slot, Slots};
+use super::threads::{self, ConnectionThreads, Movable};
 use super::tls::{self, TlsError};
 use super::wire::{
     self, Call, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION,
@@ -58,6 +59,9 @@ pub enum ServeError {
     /// `listen` breaks a rule (see [`Listen::check`]).
     #[error(transparent)]
     Listen(#[from] crate::node_config::ListenError),
+    /// The threads that serve connections could not be started.
+    #[error("cannot start the connection threads: {0}")]
+    Threads(std::io::Error),
 }
 
 /// A node: the loaded host, the token clients present, and the in-flight limit.
@@ -69,6 +73,9 @@ pub struct Node {
     limits: ConnectionLimits,
     /// Bytes of request bodies held at once (one permit per byte).
     bodies: Arc<Semaphore>,
+    /// Threads serving connections; `None`: as many as the runtime that
+    /// serves has workers.
+    connection_threads: Option<usize>,
 }
 
 /// Why a request is turned away before anything runs.
@@ -230,7 +237,18 @@ impl Node {
             bodies: Arc::new(Semaphore::new(
                 (crate::node_config::DEFAULT_REQUEST_BODY_BUDGET_MIB << 20) as usize,
             )),
+            connection_threads: None,
         }
+    }
+
+    /// Serves connections on `count` threads (at least one) instead of as
+    /// many as the serving runtime has workers. Each thread runs a runtime
+    /// of its own, and each connection, with its calls and the operations
+    /// they start, stays on the thread it was handed to: no hand-over
+    /// between workers per frame.
+    pub fn with_connection_threads(mut self, count: usize) -> Self {
+        self.connection_threads = Some(count.max(1));
+        self
     }
 
     /// Replaces the default budget of request bodies held at once
@@ -286,12 +304,24 @@ impl Node {
         if let Some(per_peer) = listen.max_connections_per_peer {
             limits.per_peer = per_peer;
         }
-        let served =
-            Self::listen_and_serve(self.served(), limits, operations.clone(), listen, shutdown)
-                .await;
-        // Operations whose caller left still run to their end.
+        let count = self
+            .connection_threads
+            .unwrap_or_else(threads::default_count);
+        let threads = ConnectionThreads::start(count).map_err(ServeError::Threads)?;
+        let served = Self::listen_and_serve(
+            self.served(),
+            limits,
+            operations.clone(),
+            &threads,
+            listen,
+            shutdown,
+        )
+        .await;
+        // Operations whose caller left still run to their end, on the
+        // threads of their connections.
         operations.close();
         operations.wait().await;
+        threads.stop().await;
         served
     }
 
@@ -299,6 +329,7 @@ impl Node {
         served: Served,
         limits: ConnectionLimits,
         operations: TaskTracker,
+        threads: &ConnectionThreads,
         listen: &Listen,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
@@ -319,7 +350,10 @@ impl Node {
                 let listener = tokio::net::UnixListener::bind(path)
                     .map_err(|e| ServeError::Bind(shown.clone(), e))?;
                 tracing::info!(socket = %shown, "serving");
-                serve_connections(listener, served, limits, None, operations, shutdown).await;
+                serve_connections(
+                    listener, served, limits, None, operations, threads, shutdown,
+                )
+                .await;
                 let _ = std::fs::remove_file(path);
                 Ok(())
             }
@@ -342,7 +376,8 @@ impl Node {
                          tokens and calls cross the network unencrypted"
                     );
                 }
-                serve_connections(listener, served, limits, tls, operations, shutdown).await;
+                serve_connections(listener, served, limits, tls, operations, threads, shutdown)
+                    .await;
                 Ok(())
             }
             (None, None) => Err(ServeError::Bind(
@@ -624,7 +659,8 @@ impl PeerAddress for tokio::net::unix::SocketAddr {
 }
 
 /// Accepts connections until `shutdown`, each admitted into a slot (see
-/// [`Slots`]) and served under `limits`; then asks every connection to end
+/// [`Slots`]) and served under `limits` on one of `threads`, in turn; then
+/// asks every connection to end
 /// after the request it is in, waits for the operations in flight, and
 /// drops whatever connection is still open `shutdown_grace` after them.
 async fn serve_connections<L>(
@@ -633,10 +669,12 @@ async fn serve_connections<L>(
     limits: ConnectionLimits,
     tls: Option<TlsAcceptor>,
     operations: TaskTracker,
+    threads: &ConnectionThreads,
     shutdown: impl Future<Output = ()>,
 ) where
     L: axum::serve::Listener,
     L::Addr: PeerAddress,
+    L::Io: Movable,
 {
     let slots = Slots::new(limits);
     let drop_all = CancellationToken::new();
@@ -672,16 +710,21 @@ async fn serve_connections<L>(
             }
             None => break,
         };
-        // The connection, its handler and the operation it runs are polled
-        // in this one task and wake each other (see `own_wakes`).
-        connections.spawn(repoll_own_wakes(connection(
-            io,
-            slot,
-            served.clone(),
-            limits,
-            tls.clone(),
-            close_all.clone(),
-        )));
+        let Ok(detached) = io.detach() else {
+            tracing::debug!("connection lost on its way to its thread");
+            continue;
+        };
+        connections.spawn_on(
+            moved::<L::Io>(
+                detached,
+                slot,
+                served.clone(),
+                limits,
+                tls.clone(),
+                close_all.clone(),
+            ),
+            threads.next(),
+        );
     }
     drop(listener);
     close_all.cancel();
@@ -698,6 +741,27 @@ async fn serve_connections<L>(
             connections.wait().await;
         }
     }
+}
+
+/// A connection handed to the thread that serves it: it joins that
+/// thread's runtime, then is served there. The connection, its handler and
+/// the operation it runs are polled in this one task and wake each other
+/// (see `own_wakes`).
+async fn moved<IO>(
+    detached: IO::Detached,
+    slot: Slot,
+    served: Served,
+    limits: ConnectionLimits,
+    tls: Option<TlsAcceptor>,
+    close_all: CancellationToken,
+) where
+    IO: Movable + AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(io) = IO::attach(detached) else {
+        tracing::debug!("connection lost on its way to its thread");
+        return;
+    };
+    repoll_own_wakes(connection(io, slot, served, limits, tls, close_all)).await;
 }
 
 /// One connection, from its admission to its end: dropped at once when

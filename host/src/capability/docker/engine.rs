@@ -16,6 +16,8 @@ use hyperlocal::UnixConnector;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -79,10 +81,33 @@ pub struct ExecStreams {
     pub overflowed: bool,
 }
 
+/// The pooled client every engine request shares.
+type Pooled = Client<UnixConnector, Full<Bytes>>;
+
+thread_local! {
+    /// Pools of this thread's own, by authority, once
+    /// [`keep_pools_on_this_thread`] was called on it.
+    static THREAD_POOLS: RefCell<Option<HashMap<String, Pooled>>> = const { RefCell::new(None) };
+}
+
+/// From now on, engine requests made on this thread use connections of
+/// this thread's own. A pooled connection is driven by a task on the
+/// runtime that opened it: on a thread that runs a runtime of its own (a
+/// node's connection threads), a connection opened elsewhere would wake
+/// that other runtime's thread twice per request.
+pub(crate) fn keep_pools_on_this_thread() {
+    THREAD_POOLS.with(|pools| pools.borrow_mut().get_or_insert_with(HashMap::new).clear());
+}
+
+/// A client with a pool of its own.
+fn pooled() -> Pooled {
+    Client::builder(TokioExecutor::new()).build(UnixConnector)
+}
+
 /// A pooled HTTP/1.1 client for one engine socket.
 #[derive(Clone)]
 pub struct Engine {
-    client: Client<UnixConnector, Full<Bytes>>,
+    client: Pooled,
     /// `unix://<hex of the socket path>:0`, the authority hyperlocal dials.
     authority: String,
 }
@@ -90,7 +115,7 @@ pub struct Engine {
 impl Engine {
     /// A client for the engine at `socket` (nothing is dialled yet).
     pub fn new(socket: &Path) -> Self {
-        let client = Client::builder(TokioExecutor::new()).build(UnixConnector);
+        let client = pooled();
         let authority = format!(
             "unix://{}:0",
             hex::encode(socket.as_os_str().as_encoded_bytes())
@@ -149,7 +174,18 @@ impl Engine {
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, EngineError> {
-        self.client.request(request).await.map_err(|error| {
+        let thread_pool = THREAD_POOLS.with(|pools| {
+            let mut pools = pools.borrow_mut();
+            let pools = pools.as_mut()?;
+            if let Some(pool) = pools.get(&self.authority) {
+                return Some(pool.clone());
+            }
+            let pool = pooled();
+            pools.insert(self.authority.clone(), pool.clone());
+            Some(pool)
+        });
+        let client = thread_pool.as_ref().unwrap_or(&self.client);
+        client.request(request).await.map_err(|error| {
             if error.is_connect() {
                 EngineError::Unreachable
             } else {

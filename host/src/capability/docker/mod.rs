@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 pub use archive::MAX_ARCHIVE_BYTES;
 pub use engine::API_VERSION;
+pub(crate) use engine::keep_pools_on_this_thread;
 
 /// Oldest Engine API the typed subset needs (volume subpath mounts).
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);
