@@ -73,9 +73,6 @@ pub struct Node {
     limits: ConnectionLimits,
     /// Bytes of request bodies held at once (one permit per byte).
     bodies: Arc<Semaphore>,
-    /// Threads serving connections; `None`: as many as the runtime that
-    /// serves has workers.
-    connection_threads: Option<usize>,
 }
 
 /// Why a request is turned away before anything runs.
@@ -237,18 +234,7 @@ impl Node {
             bodies: Arc::new(Semaphore::new(
                 (crate::node_config::DEFAULT_REQUEST_BODY_BUDGET_MIB << 20) as usize,
             )),
-            connection_threads: None,
         }
-    }
-
-    /// Serves connections on `count` threads (at least one) instead of as
-    /// many as the serving runtime has workers. Each thread runs a runtime
-    /// of its own, and each connection, with its calls and the operations
-    /// they start, stays on the thread it was handed to: no hand-over
-    /// between workers per frame.
-    pub fn with_connection_threads(mut self, count: usize) -> Self {
-        self.connection_threads = Some(count.max(1));
-        self
     }
 
     /// Replaces the default budget of request bodies held at once
@@ -290,10 +276,14 @@ impl Node {
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in
-    /// flight and the operations whose callers have left. A Unix socket
-    /// left by a dead server is replaced; one a live server answers on, or a
-    /// path that is not a socket, is refused; the socket is removed on the
-    /// way out.
+    /// flight and the operations whose callers have left. Connections are
+    /// served on threads of their own, as many as the calling runtime has
+    /// workers (`node-conn-N`, see [`CONNECTION_THREAD_NAME`]), stopped on
+    /// the way out. A Unix socket left by a dead server is replaced; one a
+    /// live server answers on, or a path that is not a socket, is refused;
+    /// the socket is removed on the way out.
+    ///
+    /// [`CONNECTION_THREAD_NAME`]: super::CONNECTION_THREAD_NAME
     pub async fn serve(
         self,
         listen: &Listen,
@@ -304,10 +294,8 @@ impl Node {
         if let Some(per_peer) = listen.max_connections_per_peer {
             limits.per_peer = per_peer;
         }
-        let count = self
-            .connection_threads
-            .unwrap_or_else(threads::default_count);
-        let threads = ConnectionThreads::start(count).map_err(ServeError::Threads)?;
+        let threads =
+            ConnectionThreads::start(threads::default_count()).map_err(ServeError::Threads)?;
         let served = Self::listen_and_serve(
             self.served(),
             limits,
@@ -660,9 +648,9 @@ impl PeerAddress for tokio::net::unix::SocketAddr {
 
 /// Accepts connections until `shutdown`, each admitted into a slot (see
 /// [`Slots`]) and served under `limits` on one of `threads`, in turn; then
-/// asks every connection to end
-/// after the request it is in, waits for the operations in flight, and
-/// drops whatever connection is still open `shutdown_grace` after them.
+/// asks every connection to end after the request it is in, waits for the
+/// operations in flight, and drops whatever connection is still open
+/// `shutdown_grace` after them.
 async fn serve_connections<L>(
     mut listener: L,
     served: Served,

@@ -361,6 +361,8 @@ async fn discard(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn frame(stream: u8, payload: &[u8]) -> Vec<u8> {
         let mut bytes = vec![stream, 0, 0, 0];
@@ -432,6 +434,96 @@ mod tests {
             engine
                 .uri(true, &["images", "name@sha256:ab", "json"], &[])
                 .ends_with("/v1.45/images/name@sha256:ab/json")
+        );
+    }
+
+    /// An engine stand-in that answers every request `{}` on keep-alive
+    /// connections, and counts the connections it accepted.
+    fn counting_engine(dir: &Path) -> (std::path::PathBuf, Arc<AtomicUsize>) {
+        use std::io::{BufRead, BufReader, Write};
+        let socket = dir.join("engine.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counted = accepted.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut stream = stream;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line == "\r\n" => {
+                                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                                if stream.write_all(answer.as_bytes()).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) => {}
+                        }
+                    }
+                });
+            }
+        });
+        (socket, accepted)
+    }
+
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn a_thread_that_keeps_its_own_pools_opens_its_own_connections() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (socket, accepted) = counting_engine(dir.path());
+        let engine = Engine::new(&socket);
+        let get = |engine: &Engine| {
+            let engine = engine.clone();
+            async move { engine.call(Method::GET, &["info"], &[], Body::Empty).await }
+        };
+        // The shared pool's connection is driven by this runtime's worker,
+        // which stays.
+        let shared = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        for _ in 0..2 {
+            assert_eq!(shared.block_on(get(&engine)).expect("answered"), "{}");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "the shared pool reuses");
+
+        let own = engine.clone();
+        std::thread::spawn(move || {
+            keep_pools_on_this_thread();
+            let runtime = current_thread();
+            for _ in 0..2 {
+                runtime.block_on(get(&own)).expect("answered");
+            }
+        })
+        .join()
+        .expect("thread");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "a thread with its own pools opens one connection and reuses it"
+        );
+
+        let other = engine.clone();
+        std::thread::spawn(move || current_thread().block_on(get(&other)).map(|_| ()))
+            .join()
+            .expect("thread")
+            .expect("answered");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "any other thread shares the pool"
         );
     }
 }
