@@ -702,15 +702,17 @@ async fn serve_connections<L>(
             tracing::debug!("connection lost on its way to its thread");
             continue;
         };
+        // The connection, its handler and the operation it runs are polled
+        // in this one task and wake each other (see `own_wakes`).
         connections.spawn_on(
-            moved::<L::Io>(
+            repoll_own_wakes(connection::<L::Io>(
                 detached,
                 slot,
                 served.clone(),
                 limits,
                 tls.clone(),
                 close_all.clone(),
-            ),
+            )),
             threads.next(),
         );
     }
@@ -731,11 +733,10 @@ async fn serve_connections<L>(
     }
 }
 
-/// A connection handed to the thread that serves it: it joins that
-/// thread's runtime, then is served there. The connection, its handler and
-/// the operation it runs are polled in this one task and wake each other
-/// (see `own_wakes`).
-async fn moved<IO>(
+/// One connection, from its admission to its end, on the thread it was
+/// handed to (it first joins that thread's runtime): dropped at once when
+/// evicted (or when shutdown's grace is over), and at its hard lifetime.
+async fn connection<IO>(
     detached: IO::Detached,
     slot: Slot,
     served: Served,
@@ -749,21 +750,6 @@ async fn moved<IO>(
         tracing::debug!("connection lost on its way to its thread");
         return;
     };
-    repoll_own_wakes(connection(io, slot, served, limits, tls, close_all)).await;
-}
-
-/// One connection, from its admission to its end: dropped at once when
-/// evicted (or when shutdown's grace is over), and at its hard lifetime.
-async fn connection<IO>(
-    io: IO,
-    slot: Slot,
-    served: Served,
-    limits: ConnectionLimits,
-    tls: Option<TlsAcceptor>,
-    close_all: CancellationToken,
-) where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
     let activity = slot.activity.clone();
     let io = Guarded::new(io, activity.clone(), limits.stall_timeout);
     let served = async {
