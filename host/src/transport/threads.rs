@@ -5,9 +5,9 @@
 //!
 //! Why not the multi-threaded runtime the node starts on: with its workers
 //! sharing the tasks, a frame's wake-up on one worker unparks another to
-//! look for work, and on a small machine that hand-over costs about as
-//! much CPU as the transport itself (see `BENCHMARKS.md`, *The node's
-//! connections on threads of their own*). A connection's work has no reason
+//! look for work, and on a small machine those hand-overs cost more than
+//! half of the CPU the transport added to a call (see `BENCHMARKS.md`,
+//! *The node's connections on threads of their own*). A connection's work has no reason
 //! to move: its calls run one after another, and everything it waits for
 //! (its socket, the engine's, its timers) is driven on its own thread.
 
@@ -89,8 +89,8 @@ impl Drop for ConnectionThreads {
     }
 }
 
-/// How many connection threads a node starts when not told: as many as the
-/// runtime it serves from has workers (the machine's cores unless
+/// How many connection threads a node starts: as many as the runtime it
+/// serves from has workers (the machine's cores unless
 /// `TOKIO_WORKER_THREADS` says otherwise).
 pub(crate) fn default_count() -> usize {
     Handle::current().metrics().num_workers()

@@ -81,7 +81,7 @@ pub struct ExecStreams {
     pub overflowed: bool,
 }
 
-/// The pooled client every engine request shares.
+/// A pooled HTTP/1.1 client of an engine's Unix socket.
 type Pooled = Client<UnixConnector, Full<Bytes>>;
 
 thread_local! {
