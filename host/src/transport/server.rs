@@ -294,8 +294,9 @@ impl Node {
         if let Some(per_peer) = listen.max_connections_per_peer {
             limits.per_peer = per_peer;
         }
-        let threads =
-            ConnectionThreads::start(threads::default_count()).map_err(ServeError::Threads)?;
+        let threads = ConnectionThreads::start(threads::default_count())
+            .await
+            .map_err(ServeError::Threads)?;
         let served = Self::listen_and_serve(
             self.served(),
             limits,

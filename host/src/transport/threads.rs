@@ -32,40 +32,48 @@ pub const THREAD_NAME: &str = "node-conn";
 impl ConnectionThreads {
     /// Starts `count` threads (at least one), each running a
     /// current-thread runtime with its engine connection pools kept on it
-    /// (see `keep_engine_pools_on_this_thread`).
-    pub(crate) fn start(count: usize) -> std::io::Result<Self> {
-        let stop = CancellationToken::new();
-        let mut runtimes = Vec::new();
-        let mut stopped = Vec::new();
+    /// (see `keep_engine_pools_on_this_thread`). Each runtime is built, run
+    /// and dropped on its own thread (a runtime dropped in an async context
+    /// would panic); if one cannot start, those already started stop.
+    pub(crate) async fn start(count: usize) -> std::io::Result<Self> {
+        let mut threads = Self {
+            runtimes: Vec::new(),
+            next: AtomicUsize::new(0),
+            stop: CancellationToken::new(),
+            stopped: Vec::new(),
+        };
         for index in 0..count.max(1) {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            runtimes.push(runtime.handle().clone());
+            let (started, on_started) = oneshot::channel();
             let (done, on_done) = oneshot::channel();
-            stopped.push(on_done);
-            let stopping = stop.clone();
-            let started = std::thread::Builder::new()
+            let stopping = threads.stop.clone();
+            std::thread::Builder::new()
                 .name(format!("{THREAD_NAME}-{index}"))
                 .spawn(move || {
+                    let built = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build();
+                    let runtime = match built {
+                        Ok(runtime) => runtime,
+                        Err(error) => {
+                            let _ = started.send(Err(error));
+                            return;
+                        }
+                    };
+                    let _ = started.send(Ok(runtime.handle().clone()));
                     crate::capability::keep_engine_pools_on_this_thread();
                     runtime.block_on(stopping.cancelled());
                     // The runtime (and whatever task is left on it) goes
                     // before the thread reports its end.
                     drop(runtime);
                     let _ = done.send(());
-                });
-            if let Err(error) = started {
-                stop.cancel();
-                return Err(error);
-            }
+                })?;
+            threads.stopped.push(on_done);
+            let runtime = on_started.await.map_err(|_| {
+                std::io::Error::other("a connection thread ended before its runtime started")
+            })??;
+            threads.runtimes.push(runtime);
         }
-        Ok(Self {
-            runtimes,
-            next: AtomicUsize::new(0),
-            stop,
-            stopped,
-        })
+        Ok(threads)
     }
 
     /// The runtime the next connection goes to.
@@ -146,7 +154,7 @@ mod tests {
 
     #[tokio::test]
     async fn threads_run_their_tasks_in_turn_and_end_when_stopped() {
-        let threads = ConnectionThreads::start(2).expect("threads");
+        let threads = ConnectionThreads::start(2).await.expect("threads");
         let mut served = Vec::new();
         for _ in 0..4 {
             served.push(where_it_runs(threads.next()).await);
@@ -172,7 +180,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_still_running_at_the_stop_is_dropped_with_its_runtime() {
-        let threads = ConnectionThreads::start(1).expect("threads");
+        let threads = ConnectionThreads::start(1).await.expect("threads");
         let (held, released) = oneshot::channel::<()>();
         let task = threads.next().spawn(async move {
             let _held = held;
@@ -185,7 +193,7 @@ mod tests {
 
     #[tokio::test]
     async fn at_least_one_thread_is_started() {
-        let threads = ConnectionThreads::start(0).expect("threads");
+        let threads = ConnectionThreads::start(0).await.expect("threads");
         assert_eq!(where_it_runs(threads.next()).await.0, "node-conn-0");
         assert_eq!(where_it_runs(threads.next()).await.0, "node-conn-0");
         threads.stop().await;
