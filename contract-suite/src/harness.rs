@@ -176,6 +176,12 @@ impl Harness {
                 } else {
                     Vec::new()
                 },
+                // A vendor's fake takes the credential at its one origin.
+                credential_origins: if vendor {
+                    vec![image_or_origin.clone()]
+                } else {
+                    Vec::new()
+                },
                 receipts: e2b.is_some(),
                 http_endpoint: e2b.map(|_| EndpointGrant {
                     api_url_key: "api_url".into(),
@@ -301,21 +307,24 @@ impl Harness {
             .push(format!("{answer:?}"));
     }
 
-    /// True when the kind under test keeps durable receipts: its
-    /// observations and Kill may then claim `create-settled` on a receipt
-    /// they read.
+    /// True when the kind under test keeps durable receipts (and so the
+    /// host keeps its settlement records beside them).
     pub fn keeps_receipts(&self) -> bool {
         self.kind().registration.grants.receipts
     }
 
-    /// True when a call that sent `requests` may claim `create-settled`
-    /// other than as Create's own answer: it read a durable receipt (the
-    /// host accepts the claim only when the read found one).
-    pub fn rests_on_a_receipt(&self, requests: &[NativeRequest]) -> bool {
-        self.keeps_receipts()
-            && requests
-                .iter()
-                .any(|request| request.action.name() == "receipt-get")
+    /// True when `info`, an answer of `operation` (GetInfo, Renew, Kill),
+    /// claims `create-settled` only as the host's record of the Create's
+    /// own answer allows: the recorded compute, or settled absence where
+    /// absence was recorded. A component's own receipts are no evidence.
+    pub async fn claim_agrees(
+        &self,
+        operation: sandbox_host::contract::Operation,
+        info: &Info,
+    ) -> bool {
+        let evidence = self.kind().settlement_evidence(&info.reference).await;
+        !info.create_settled
+            || sandbox_host::police::may_claim_settlement(operation, &evidence, info)
     }
 
     /// The budget of one call.

@@ -95,6 +95,7 @@ fn capabilities(
         })?;
     let http = HttpBroker::new(
         &registration.grants.http_origins,
+        &registration.grants.credential_origins,
         endpoint,
         &binding.installation_id,
         Boundary::new(binding.hook.clone()),
@@ -113,7 +114,9 @@ fn capabilities(
         docker,
         http,
         receipts,
-        credential: std::sync::RwLock::new(binding.credential.clone()),
+        credential: std::sync::RwLock::new(crate::capability::HeldCredential::new(
+            binding.credential.clone(),
+        )),
     }))
 }
 
@@ -222,6 +225,17 @@ impl Host {
                     turns: Default::default(),
                     fence: Default::default(),
                     policing,
+                    settlements: binding
+                        .receipts
+                        .clone()
+                        .filter(|_| registration.grants.receipts)
+                        .map(|store| {
+                            crate::settlement::Settlements::new(
+                                store,
+                                &registration.kind,
+                                &binding.installation_id,
+                            )
+                        }),
                 },
             );
         }
@@ -253,7 +267,7 @@ impl Host {
         let entries = call::run(
             &loaded.pre,
             denied.clone(),
-            CallScope::Node,
+            CallScope::pure(),
             registration.policy.max_memory_bytes,
             deadline,
             async |provider, store| {
@@ -287,7 +301,7 @@ impl Host {
         let requirements = call::run(
             &loaded.pre,
             denied.clone(),
-            CallScope::Node,
+            CallScope::pure(),
             registration.policy.max_memory_bytes,
             budget.deadline_from_now(),
             async |provider, store| {

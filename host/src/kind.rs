@@ -14,11 +14,12 @@ use crate::exports::{Exports, Prepared};
 use crate::registry::{Mode, Registration};
 use crate::state::CallState;
 use crate::turns::Turns;
+use oac_contract::Operation;
 use oac_contract::bounds::MAX_BATCH_TARGETS;
-use oac_contract::{Interface, Operation};
 use oac_provider_api::Budget;
 use oac_provider_api::police::Evidence;
 use oac_provider_api::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
+use oac_provider_api::secrets::{Secrets, Shown};
 use oac_provider_api::types::*;
 use oac_provider_api::{input, police};
 use std::sync::Arc;
@@ -55,10 +56,12 @@ pub struct Kind {
     /// the credential takes it exclusively.
     pub(crate) fence: Arc<tokio::sync::RwLock<()>>,
     pub(crate) policing: Policing,
+    /// The host's settlement records (kinds with a store).
+    pub(crate) settlements: Option<crate::settlement::Settlements>,
 }
 
 fn on(allocation: &Reference) -> CallScope {
-    CallScope::Allocation(allocation.clone())
+    CallScope::changing(allocation.clone())
 }
 
 /// One call's work, given the fresh instance and its store: what
@@ -119,6 +122,11 @@ impl<T: Send + 'static> Drop for RunsToEnd<T> {
     }
 }
 
+/// What a call does with the component's answer while it still holds its
+/// allocation's turn (the host's settlement record of a Create).
+pub(crate) type Then<R> =
+    Box<dyn FnOnce(&R) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
 /// One call's work in an instance: it borrows the instance and its store,
 /// and owns everything else, so it can run in its own task.
 pub(crate) type CallFuture<'a, R> =
@@ -140,17 +148,19 @@ impl Kind {
         tracing::info!(kind = %self.registration.kind, "credential replaced");
     }
 
-    /// One call in a fresh instance, bounded by `budget`. A call `in_turn`
-    /// on one allocation first waits for its reference's turn ([`Turns`]); one
-    /// that gives up waiting has not run. The call then holds the turn, the
-    /// call fence and the concurrency permit until it ends, and runs to its
-    /// end even if its caller leaves ([`RunsToEnd`]).
+    /// One call in a fresh instance, bounded by `budget`. A call that may
+    /// change its allocation first waits for its reference's turn
+    /// ([`Turns`], [`CallScope::turn`]); one that gives up waiting has not
+    /// run. The call then holds the turn, the
+    /// call fence and the concurrency permit until it ends — `then`, given
+    /// the component's answer, included — and runs to its end even if its
+    /// caller leaves ([`RunsToEnd`]).
     async fn run<R, C>(
         &self,
         scope: CallScope,
-        in_turn: bool,
         budget: Budget,
         call: C,
+        then: Option<Then<R>>,
     ) -> Result<R, Aborted>
     where
         R: Send + 'static,
@@ -159,11 +169,9 @@ impl Kind {
         let deadline = budget.deadline_from_now();
         let waited = async {
             let fenced = self.fence.clone().read_owned().await;
-            let turn = match &scope {
-                CallScope::Allocation(reference) if in_turn => {
-                    Some(self.turns.take(reference).await)
-                }
-                _ => None,
+            let turn = match scope.turn() {
+                Some(reference) => Some(self.turns.take(reference).await),
+                None => None,
             };
             let permit = self.permits.clone().acquire_owned().await;
             (fenced, turn, permit)
@@ -186,6 +194,13 @@ impl Kind {
                 async move |provider, store| call(provider, store).await,
             )
             .await;
+            let then = match (&outcome, then) {
+                (Ok(answer), Some(then)) => Some(then(answer)),
+                _ => None,
+            };
+            if let Some(then) = then {
+                then.await;
+            }
             drop(held);
             outcome
         })
@@ -233,60 +248,113 @@ impl Kind {
         R: Send + 'static,
         C: InstanceCall<R>,
     {
+        self.admit(operation, &scope, valid)?;
+        // Observations prove nothing about a Create and may change nothing,
+        // so they need not wait for one (and a batch would otherwise wait
+        // for up to 100 turns): only a changing call takes a turn.
+        self.run(scope, budget, call, None)
+            .await
+            .map_err(|_| police::unknown(operation))
+    }
+
+    /// What is checked before any instance: the declaration (unsupported
+    /// says so whatever the input), then `valid` and the scope's references.
+    fn admit(&self, operation: Operation, scope: &CallScope, valid: bool) -> Result<(), Error> {
         if self.policing == Policing::Enforced {
             self.declaration.check(operation)?;
         }
-        let valid = valid
-            && match &scope {
-                CallScope::Node => true,
-                CallScope::Allocation(reference) => input::reference(reference),
-                CallScope::Batch(references) => references.iter().all(input::reference),
-            };
-        if !valid {
+        if !(valid && scope.references().iter().all(input::reference)) {
             return Err(Error::Invalid);
         }
-        // Observations prove nothing about a Create, so they need not wait
-        // for one (and a batch would otherwise wait for up to 100 turns).
-        let in_turn = !matches!(
-            operation.interface(),
-            Interface::ObservationSource | Interface::BatchObservationSource
-        );
-        self.run(scope, in_turn, budget, call)
-            .await
-            .map_err(|_| police::unknown(operation))
+        Ok(())
     }
 
     /// The answer of a call: the host's own (unsupported before any call,
     /// or the unknown outcome of a call that ended without an answer) as it
     /// is; the component's converted to the interface's types and then
-    /// `policed`, unless policing is off.
+    /// `policed`, unless policing is off. An answer that shows the kind's
+    /// credential anywhere Core keeps, shows or logs is the operation's
+    /// unknown outcome.
     fn finish<T, E, U, F>(
         &self,
+        operation: Operation,
         raw: Result<Result<T, E>, Error>,
         policed: impl FnOnce(Result<U, F>) -> Result<U, F>,
     ) -> Result<U, F>
     where
-        U: From<T>,
-        F: From<E> + From<Error>,
+        U: From<T> + Shown,
+        F: From<E> + From<Error> + Shown,
     {
         let component = match raw {
             Err(host) => return Err(host.into()),
             Ok(component) => component.map(U::from).map_err(F::from),
         };
         match self.policing {
-            Policing::Enforced => policed(component),
+            Policing::Enforced => {
+                let answer = policed(component);
+                if self.capabilities.secrets().found_in_any(answer.shown()) {
+                    tracing::warn!(kind = %self.registration.kind, event = "credential_in_answer", "answer refused");
+                    return Err(police::unknown(operation).into());
+                }
+                answer
+            }
             Policing::Off => component,
         }
     }
 
     /// [`Self::finish`] for a plain operation: `unsupported` from an
     /// operation declared supported is its unknown outcome.
-    fn plain<T, U: From<T>>(
+    fn plain<T, U: From<T> + Shown>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
     ) -> Result<U, Error> {
-        self.finish(raw, |answer| police::answer(operation, answer))
+        self.finish(operation, raw, |answer| police::answer(operation, answer))
+    }
+}
+
+impl Kind {
+    /// What a later call's `create-settled` claim about `allocation` may
+    /// rest on: the host's record of what a Create of it settled to
+    /// ([`Evidence::Recorded`]), or nothing but the answer. (The contract
+    /// suite judges a component's claims against it.)
+    pub async fn settlement_evidence(&self, allocation: &Reference) -> Evidence {
+        self.recorded(allocation).await
+    }
+
+    /// The host's record of what a Create of `allocation` settled to, read
+    /// when awaited (in the call, so in its turn: after any Create before
+    /// it has recorded its answer).
+    fn recorded(&self, allocation: &Reference) -> impl Future<Output = Evidence> + Send + 'static {
+        let settlements = self.settlements.clone();
+        let allocation = allocation.clone();
+        async move {
+            match settlements {
+                Some(settlements) => settlements.evidence(&allocation).await,
+                None => Evidence::Answer,
+            }
+        }
+    }
+
+    /// The step of a Create that records, in its turn, what its policed
+    /// answer settled (none for a kind without a store).
+    fn record_settlement(
+        &self,
+        allocation: &Reference,
+    ) -> Option<Then<Result<wit::Info, wit::Failure>>> {
+        let settlements = self.settlements.clone()?;
+        let allocation = allocation.clone();
+        Some(Box::new(move |answer: &Result<wit::Info, wit::Failure>| {
+            let answer: Result<Info, Failure> =
+                answer.clone().map(Info::from).map_err(Failure::from);
+            Box::pin(async move {
+                let policed =
+                    police::mutation(Operation::Create, answer, &allocation, &Evidence::Answer);
+                if let Some(settled) = police::settled_by(&policed) {
+                    settlements.record(&allocation, &settled).await;
+                }
+            })
+        }))
     }
 }
 
@@ -317,22 +385,38 @@ impl SandboxProvider for Kind {
         }
         let allocation = request.reference.clone();
         let credential = request.daemon_credential.clone();
+        let daemon_credential = Secrets::new([credential.as_str()]);
         let input = request.into();
+        let scope = on(&allocation);
+        self.admit(Operation::Create, &scope, true)?;
         let raw = self
-            .invoke(Operation::Create, on(&allocation), budget, move |p, s| {
-                Box::pin(async move {
-                    s.data_mut().secrets.push(credential);
-                    p.sandbox_provider(&mut *s)?.call_create(s, &input).await
-                })
-            })
-            .await;
-        self.finish(raw, |a| {
-            police::mutation(Operation::Create, a, &allocation, Evidence::Answer)
-        })
+            .run(
+                scope,
+                budget,
+                move |p, s| {
+                    Box::pin(async move {
+                        s.data_mut().secrets.push(credential);
+                        p.sandbox_provider(&mut *s)?.call_create(s, &input).await
+                    })
+                },
+                self.record_settlement(&allocation),
+            )
+            .await
+            .map_err(|_| police::unknown(Operation::Create));
+        let answer = self.finish(Operation::Create, raw, |a| {
+            police::mutation(Operation::Create, a, &allocation, &Evidence::Answer)
+        });
+        // The daemon credential goes into the compute, never back to Core.
+        if self.policing == Policing::Enforced && daemon_credential.found_in_any(answer.shown()) {
+            tracing::warn!(kind = %self.registration.kind, event = "credential_in_answer", "answer refused");
+            return Err(police::unknown(Operation::Create).into());
+        }
+        answer
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
         let input = allocation.clone().into();
+        let recorded = self.recorded(&allocation);
         let raw = self
             .invoke(Operation::GetInfo, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
@@ -340,16 +424,19 @@ impl SandboxProvider for Kind {
                         .sandbox_provider(&mut *s)?
                         .call_get_info(&mut *s, &input)
                         .await?;
-                    Ok((answer, s.data().evidence))
+                    Ok((answer, recorded.await))
                 })
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(raw, |a| police::read(a, &allocation, evidence))
+        self.finish(Operation::GetInfo, raw, |a| {
+            police::read(a, &allocation, &evidence)
+        })
     }
 
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let input = allocation.clone().into();
+        let recorded = self.recorded(&allocation);
         let raw = self
             .invoke(Operation::Renew, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
@@ -357,18 +444,20 @@ impl SandboxProvider for Kind {
                         .sandbox_provider(&mut *s)?
                         .call_renew(&mut *s, &input)
                         .await?;
-                    Ok((answer, s.data().evidence))
+                    Ok((answer, recorded.await))
                 })
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(raw, |a| {
-            police::mutation(Operation::Renew, a, &allocation, evidence)
+        self.finish(Operation::Renew, raw, |a| {
+            police::mutation(Operation::Renew, a, &allocation, &evidence)
         })
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let input = allocation.clone().into();
+        let recorded = self.recorded(&allocation);
+        let checked = self.policing == Policing::Enforced;
         let raw = self
             .invoke(Operation::Kill, on(&allocation), budget, move |p, s| {
                 Box::pin(async move {
@@ -376,13 +465,27 @@ impl SandboxProvider for Kind {
                         .sandbox_provider(&mut *s)?
                         .call_kill(&mut *s, &input)
                         .await?;
-                    Ok((answer, s.data().evidence))
+                    // Absence is checked where the host can see: anything
+                    // of the allocation left makes the answer unknown.
+                    let claims_absence = matches!(&answer, Ok(info)
+                        if info.state == wit::LifecycleState::Absent);
+                    let left = s.data().allocation_left();
+                    if checked && claims_absence && left.await {
+                        let kind = &s.data().capabilities.kind;
+                        tracing::warn!(%kind, event = "kill_left_resources", "absence refused");
+                        let unknown = wit::Failure {
+                            error: wit::Error::ComputeUnconfirmed,
+                            info: None,
+                        };
+                        return Ok((Err(unknown), Evidence::Answer));
+                    }
+                    Ok((answer, recorded.await))
                 })
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(raw, |a| {
-            police::mutation(Operation::Kill, a, &allocation, evidence)
+        self.finish(Operation::Kill, raw, |a| {
+            police::mutation(Operation::Kill, a, &allocation, &evidence)
         })
     }
 
@@ -410,11 +513,11 @@ impl SandboxProvider for Kind {
                 },
             )
             .await;
-        self.finish(raw, police::command)
+        self.finish(Operation::RunCommand, raw, police::command)
     }
 
     async fn observe(&self, target: Target, budget: Budget) -> Result<Sample, Error> {
-        let scope = on(&target.reference);
+        let scope = CallScope::reading(vec![target.reference.clone()]);
         let input = target.into();
         let raw = self
             .invoke(Operation::Observe, scope, budget, move |p, s| {
@@ -423,7 +526,7 @@ impl SandboxProvider for Kind {
                 )
             })
             .await;
-        self.finish(raw, police::observation)
+        self.finish(Operation::Observe, raw, police::observation)
     }
 
     async fn observe_batch(
@@ -435,7 +538,7 @@ impl SandboxProvider for Kind {
             return Err(Error::Invalid);
         }
         let count = targets.len();
-        let scope = CallScope::Batch(targets.iter().map(|t| t.reference.clone()).collect());
+        let scope = CallScope::reading(targets.iter().map(|t| t.reference.clone()).collect());
         let input: Vec<_> = targets.into_iter().map(Into::into).collect();
         let raw = self
             .invoke(Operation::ObserveBatch, scope, budget, move |p, s| {
@@ -454,7 +557,9 @@ impl SandboxProvider for Kind {
                     .collect::<Vec<_>>()
             })
         });
-        self.finish(raw, |samples| police::batch(samples, count))
+        self.finish(Operation::ObserveBatch, raw, |samples| {
+            police::batch(samples, count)
+        })
     }
 
     async fn discover_selection(
@@ -463,16 +568,17 @@ impl SandboxProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::DiscoverSelection;
+        let secrets = credentials([&candidate]);
         let Configuration { public, credential } = candidate;
         // Read-only: a scope of no allocation that may only read.
-        let read_only = CallScope::Batch(Vec::new());
+        let read_only = CallScope::node_read();
         let raw = self
             .invoke(operation, read_only, budget, move |p, s| {
                 Box::pin(async move {
                     // The candidate's credential goes to the vendor in this
                     // call's HTTP requests, never into the component.
                     s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().http.credential = credential.clone();
+                    s.data_mut().http.use_candidate(credential.clone());
                     let resolved = p
                         .selection_discoverer(&mut *s)?
                         .call_discover_selection(s, &public)
@@ -481,7 +587,8 @@ impl SandboxProvider for Kind {
                 })
             })
             .await;
-        self.plain(operation, raw)
+        // Policed as a configuration answer: its public object is shown.
+        self.configured(operation, raw, &secrets)
     }
 
     async fn verify_credential(
@@ -494,13 +601,13 @@ impl SandboxProvider for Kind {
         let valid = references.len() <= MAX_BATCH_TARGETS;
         let Configuration { public, credential } = candidate;
         // Read-only, reaching only the given allocations.
-        let scope = CallScope::Batch(references.clone());
+        let scope = CallScope::reading(references.clone());
         let references: Vec<wit::Reference> = references.into_iter().map(Into::into).collect();
         let raw = self
             .invoke_valid(operation, scope, valid, budget, move |p, s| {
                 Box::pin(async move {
                     s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().http.credential = credential;
+                    s.data_mut().http.use_candidate(credential);
                     p.credential_verifier(&mut *s)?
                         .call_verify_credential(s, &public, &references)
                         .await
@@ -512,9 +619,12 @@ impl SandboxProvider for Kind {
 
     async fn probe(&self, budget: Budget) -> Result<Vec<Diagnostic>, Error> {
         let found = self
-            .invoke(Operation::Probe, CallScope::Node, budget, move |p, s| {
-                Box::pin(async move { p.readiness(&mut *s)?.call_probe(s).await })
-            })
+            .invoke(
+                Operation::Probe,
+                CallScope::node_read(),
+                budget,
+                move |p, s| Box::pin(async move { p.readiness(&mut *s)?.call_probe(s).await }),
+            )
             .await?;
         Ok(found.into_iter().map(Into::into).collect())
     }
@@ -546,7 +656,9 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_initial(input)),
             )
             .await;
-        self.finish(raw, |a| police::constructed(operation, a, 0, None))
+        self.finish(operation, raw, |a| {
+            police::constructed(operation, a, 0, None)
+        })
     }
 
     async fn new_compute(
@@ -577,7 +689,7 @@ impl CheckpointProvider for Kind {
                 },
             )
             .await;
-        self.finish(raw, |a| {
+        self.finish(operation, raw, |a| {
             police::constructed(operation, a, generation, restored_from.as_ref())
         })
     }
@@ -601,7 +713,9 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_get_compute(input, compute)),
             )
             .await;
-        self.finish(raw, |a| police::compute_state(operation, a, &incarnation))
+        self.finish(operation, raw, |a| {
+            police::compute_state(operation, a, &incarnation)
+        })
     }
 
     async fn suspend(
@@ -622,7 +736,7 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_suspend(input)),
             )
             .await;
-        self.finish(raw, |a| police::suspended(a, &request))
+        self.finish(operation, raw, |a| police::suspended(a, &request))
     }
 
     async fn resume(&self, request: ResumeRequest, budget: Budget) -> Result<ComputeState, Error> {
@@ -639,7 +753,7 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_resume(input)),
             )
             .await;
-        self.finish(raw, |a| police::resumed(a, &request))
+        self.finish(operation, raw, |a| police::resumed(a, &request))
     }
 
     async fn resume_compute(
@@ -661,7 +775,7 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_resume_compute(input, compute)),
             )
             .await;
-        self.finish(raw, |a| police::thawed(a, &incarnation))
+        self.finish(operation, raw, |a| police::thawed(a, &incarnation))
     }
 
     async fn kill_compute(
@@ -730,7 +844,7 @@ impl CheckpointProvider for Kind {
                 checkpoint_call!(call_run_command_compute(input, compute, command)),
             )
             .await;
-        self.finish(raw, police::command)
+        self.finish(Operation::RunCommandCompute, raw, police::command)
     }
 }
 
@@ -776,18 +890,17 @@ impl Kind {
 impl Kind {
     /// [`Self::plain`] for an adapter answer of `operation`, which Core may
     /// show and log: one that carries any of `secrets` (the call's
-    /// credentials) in its public or metadata text is not accepted.
-    fn configured<T, U: From<T>>(
+    /// credentials), in any obvious encoding, in its public or metadata
+    /// text is not accepted.
+    fn configured<T, U: From<T> + Shown>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
         secrets: &[String],
-        shown: impl Fn(&U) -> Vec<&str>,
     ) -> Result<U, Error> {
         let answer: U = self.plain(operation, raw)?;
-        if self.policing == Policing::Enforced
-            && !police::keeps_secrets_apart(shown(&answer), secrets)
-        {
+        let secrets = Secrets::new(secrets.iter().map(String::as_str));
+        if self.policing == Policing::Enforced && secrets.found_in_any(answer.shown()) {
             tracing::warn!(kind = %self.registration.kind, event = "credential_in_public_answer", "answer refused");
             return Err(police::unknown(operation));
         }
@@ -795,16 +908,12 @@ impl Kind {
     }
 }
 
-fn public_of(configuration: &Configuration) -> Vec<&str> {
-    vec![configuration.public.as_str()]
-}
-
 impl ConfigurationProvider for Kind {
     async fn requirements(&self, budget: Budget) -> Result<ConfigurationRequirements, Error> {
         let found = self
             .invoke(
                 Operation::Requirements,
-                CallScope::Node,
+                CallScope::pure(),
                 budget,
                 move |p, s| {
                     Box::pin(
@@ -830,7 +939,7 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke_valid(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 valid,
                 budget,
                 adapter_call!(
@@ -839,7 +948,7 @@ impl ConfigurationProvider for Kind {
                 ),
             )
             .await;
-        self.configured(operation, raw, &secrets, public_of)
+        self.configured(operation, raw, &secrets)
     }
 
     async fn encode(
@@ -854,15 +963,13 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke_valid(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 valid,
                 budget,
                 adapter_call!(secrets.clone(), call_encode(&input)),
             )
             .await;
-        self.configured(operation, raw, &secrets, |stored: &StoredConfiguration| {
-            vec![stored.public.as_str(), stored.metadata.as_str()]
-        })
+        self.configured(operation, raw, &secrets)
     }
 
     async fn decode(
@@ -880,12 +987,12 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 budget,
                 adapter_call!(secrets.clone(), call_decode(&input)),
             )
             .await;
-        self.configured(operation, raw, &secrets, public_of)
+        self.configured(operation, raw, &secrets)
     }
 
     async fn normalize(
@@ -900,13 +1007,13 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke_valid(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 valid,
                 budget,
                 adapter_call!(secrets.clone(), call_normalize(&input)),
             )
             .await;
-        self.configured(operation, raw, &secrets, public_of)
+        self.configured(operation, raw, &secrets)
     }
 
     async fn resolve_change(
@@ -922,13 +1029,13 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke_valid(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 valid,
                 budget,
                 adapter_call!(secrets.clone(), call_resolve_change(&next, &previous)),
             )
             .await;
-        self.configured(operation, raw, &secrets, public_of)
+        self.configured(operation, raw, &secrets)
     }
 
     async fn equal(
@@ -944,7 +1051,7 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke_valid(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 valid,
                 budget,
                 adapter_call!(secrets, call_equal(&left, &right)),
@@ -966,12 +1073,12 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke(
                 operation,
-                CallScope::Node,
+                CallScope::pure(),
                 budget,
                 adapter_call!(secrets.clone(), call_with_credential(&owner, &candidate)),
             )
             .await;
-        self.configured(operation, raw, &secrets, public_of)
+        self.configured(operation, raw, &secrets)
     }
 
     async fn discover_configuration(
@@ -983,7 +1090,7 @@ impl ConfigurationProvider for Kind {
         let raw = self
             .invoke(
                 operation,
-                CallScope::Node,
+                CallScope::node_read(),
                 budget,
                 adapter_call!(Vec::new(), call_discover_configuration(&query)),
             )

@@ -23,6 +23,7 @@ mod kind;
 pub mod loader;
 pub mod node_config;
 pub mod registry;
+mod settlement;
 mod state;
 pub mod transport;
 mod turns;

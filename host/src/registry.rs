@@ -32,6 +32,10 @@ pub struct Grants {
     pub docker: bool,
     /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
     pub http_origins: Vec<String>,
+    /// Which of `http_origins` receive the credential (in the header the
+    /// component names): exact origins, never a pattern. A request for the
+    /// credential to any other origin is refused before it is sent.
+    pub credential_origins: Vec<String>,
     /// The durable receipt store (the binding supplies it).
     pub receipts: bool,
     /// HTTP origins the kind's configuration names.
@@ -41,7 +45,9 @@ pub struct Grants {
 /// HTTP origins a kind's configuration names: a vendor's API URL and the
 /// domain its sandboxes are reached under (E2B's `api_url` and `domain`),
 /// under [`oac_contract::endpoint`]'s rule. The API origin and every
-/// `https://` host within the domain (default port) are allowed.
+/// `https://` host within the domain (default port) are allowed; only the
+/// API origin receives the credential (a host within the domain may be
+/// anyone's: E2B serves every sandbox's ports there).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct EndpointGrant {
     /// Configuration key of the API URL, e.g. `api_url`.
@@ -141,6 +147,7 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
+                credential_origins: Vec::new(),
                 receipts: false,
                 http_endpoint: None,
             },
@@ -161,6 +168,7 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
+                credential_origins: Vec::new(),
                 receipts: false,
                 http_endpoint: None,
             },
@@ -179,6 +187,7 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: false,
                 http_origins: Vec::new(),
+                credential_origins: Vec::new(),
                 receipts: true,
                 http_endpoint: Some(EndpointGrant {
                     api_url_key: "api_url".into(),
@@ -204,6 +213,7 @@ pub fn builtin() -> Vec<Registration> {
             grants: Grants {
                 docker: false,
                 http_origins: Vec::new(),
+                credential_origins: Vec::new(),
                 receipts: true,
                 http_endpoint: None,
             },
@@ -345,6 +355,14 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
         .any(|origin| parse_origin(origin).is_none())
     {
         return invalid("grants.http_origins");
+    }
+    if registration
+        .grants
+        .credential_origins
+        .iter()
+        .any(|origin| !registration.grants.http_origins.contains(origin))
+    {
+        return invalid("grants.credential_origins");
     }
     if let Some(endpoint) = &registration.grants.http_endpoint
         && endpoint.resolve(&serde_json::json!({})).is_err()
@@ -516,6 +534,7 @@ mod tests {
             grants: Grants {
                 docker: false,
                 http_origins: Vec::new(),
+                credential_origins: Vec::new(),
                 receipts: false,
                 http_endpoint: Some(EndpointGrant {
                     default_domain: "localhost".into(),
@@ -597,6 +616,7 @@ mod tests {
                     grants: Grants {
                         docker: true,
                         http_origins: vec!["http://vendor.example".into()],
+                        credential_origins: Vec::new(),
                         receipts: false,
                         http_endpoint: None,
                     },
@@ -609,12 +629,26 @@ mod tests {
                     grants: Grants {
                         docker: true,
                         http_origins: vec!["https://vendor.example/path".into()],
+                        credential_origins: Vec::new(),
                         receipts: false,
                         http_endpoint: None,
                     },
                     ..row()
                 },
                 "grants.http_origins",
+            ),
+            (
+                Registration {
+                    grants: Grants {
+                        docker: true,
+                        http_origins: vec!["https://api.vendor.example".into()],
+                        credential_origins: vec!["https://files.vendor.example".into()],
+                        receipts: false,
+                        http_endpoint: None,
+                    },
+                    ..row()
+                },
+                "grants.credential_origins",
             ),
             (
                 Registration {

@@ -30,15 +30,16 @@ pub(crate) struct CallState {
     /// credential).
     http_ctx: wasmtime_wasi_http::WasiHttpCtx,
     pub(crate) http: crate::capability::http::CallHttp,
-    /// What a settlement claim of this call's answer may rest on: a durable
-    /// receipt of its allocation once the call has read one.
-    pub(crate) evidence: oac_provider_api::police::Evidence,
-    /// Receipt keys this call wrote (they are no evidence for it).
-    pub(crate) receipts_written: Vec<String>,
     /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
     pub(crate) logged: u32,
+    /// What finds the call's secrets, built when first needed (every secret
+    /// of a call is known before its component runs).
+    call_secrets: Option<oac_provider_api::secrets::Secrets>,
     /// Containers this call has proven its own (inspected once per call).
     pub(crate) proven: crate::capability::docker::ProvenContainers,
+    /// What this call made that nothing has run in yet (uploads go only
+    /// there).
+    pub(crate) fresh: crate::capability::docker::Fresh,
 }
 
 impl CallState {
@@ -71,16 +72,33 @@ impl CallState {
             http: crate::capability::http::CallHttp::new(
                 capabilities.clone(),
                 deadline,
-                scope.may_change(),
+                scope.access(),
             ),
             scope,
             capabilities,
             secrets: Vec::new(),
-            evidence: oac_provider_api::police::Evidence::Answer,
-            receipts_written: Vec::new(),
             logged: 0,
+            call_secrets: None,
             proven: Default::default(),
+            fresh: Default::default(),
         }
+    }
+}
+
+impl CallState {
+    /// What finds every secret of this call: the kind's credential, a
+    /// candidate credential, the Create's daemon credential, a
+    /// configuration's credential.
+    pub(crate) fn secrets(&mut self) -> &oac_provider_api::secrets::Secrets {
+        self.call_secrets.get_or_insert_with(|| {
+            let kind = self.capabilities.credential();
+            oac_provider_api::secrets::Secrets::new(
+                kind.as_deref()
+                    .into_iter()
+                    .chain(self.http.credential())
+                    .chain(self.secrets.iter().map(String::as_str)),
+            )
+        })
     }
 }
 

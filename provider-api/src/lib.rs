@@ -7,6 +7,8 @@
 //! - [`declaration`]: a provider's declaration and its rules.
 //! - [`input`]: what is accepted from Core as input.
 //! - [`police`]: what is accepted from a provider as an answer.
+//! - [`secrets`]: finding a credential, in any obvious encoding, in what a
+//!   component made.
 //! - [`wire`], [`client`], [`proxy`]: the node protocol, its raw client,
 //!   and [`RemoteProvider`], a kind served by a node behind the same
 //!   interface as a kind loaded in-process by the host.
@@ -24,6 +26,7 @@ pub mod own_wakes;
 pub mod police;
 pub mod provider;
 pub mod proxy;
+pub mod secrets;
 pub mod types;
 pub mod wire;
 

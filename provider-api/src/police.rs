@@ -18,31 +18,75 @@ pub fn unknown(operation: Operation) -> Error {
     Error::unknown(operation.unknown())
 }
 
+/// What a Create settled to, as the host recorded it from that Create's own
+/// policed answer.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settled {
+    /// Settled absence: the Create was refused before any native effect.
+    Absent,
+    /// The Create ended with this native compute.
+    Present(String),
+}
+
 /// What a settlement claim of an answer rests on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Evidence {
     /// Nothing but the answer itself: only Create's own answer may claim
     /// `create-settled` (it is the original Create, and when it answers it
     /// has ended).
     Answer,
-    /// A durable receipt of the allocation, read in the same call (a kind
-    /// granted the `receipts` capability, and the host saw the read): a
-    /// receipt written when the Create ended proves it ended, so GetInfo,
-    /// Renew and Kill may claim settlement too.
-    Receipt,
+    /// The host's own durable record of what a Create of the allocation
+    /// settled to: GetInfo, Renew and Kill may claim settlement too, as
+    /// long as what they claim agrees with it. Nothing a component wrote
+    /// (its receipts) is such a record.
+    Recorded(Settled),
 }
 
-/// Whether an answer of `operation` resting on `evidence` may claim
-/// `create-settled`. An observation or a Kill alone cannot know that a
-/// Create it did not run can no longer change resources; with a durable
-/// receipt of that Create's end, it can.
-pub fn may_claim_settlement(operation: Operation, evidence: Evidence) -> bool {
+/// Whether `info`, an answer of `operation` resting on `evidence`, may
+/// claim `create-settled`. An observation or a Kill alone cannot know that
+/// a Create it did not run can no longer change resources; with the host's
+/// record of that Create's settled answer it can, and then it must agree
+/// with the record: the recorded compute (or none, once it is gone), or
+/// settled absence where the record says absence.
+pub fn may_claim_settlement(operation: Operation, evidence: &Evidence, info: &Info) -> bool {
+    let observes = matches!(
+        operation,
+        Operation::GetInfo | Operation::Renew | Operation::Kill
+    );
     operation == Operation::Create
-        || (evidence == Evidence::Receipt
-            && matches!(
-                operation,
-                Operation::GetInfo | Operation::Renew | Operation::Kill
-            ))
+        || match evidence {
+            Evidence::Recorded(settled) if observes => agrees(info, settled),
+            _ => false,
+        }
+}
+
+/// Whether `info`'s claim agrees with what was recorded.
+fn agrees(info: &Info, settled: &Settled) -> bool {
+    match settled {
+        Settled::Absent => info.state == LifecycleState::Absent && info.provider_id.is_none(),
+        Settled::Present(id) => info
+            .provider_id
+            .as_deref()
+            .is_none_or(|answered| answered == id),
+    }
+}
+
+/// What a Create's policed answer settles, for the host's record: its
+/// success's compute, or the settled info of its failure. `None` when the
+/// answer claims no settlement.
+pub fn settled_by(answer: &Result<Info, Failure>) -> Option<Settled> {
+    let info = match answer {
+        Ok(info) => info,
+        Err(failure) => failure.info.as_ref()?,
+    };
+    if !info.create_settled {
+        return None;
+    }
+    Some(match &info.provider_id {
+        Some(id) => Settled::Present(id.clone()),
+        None => Settled::Absent,
+    })
 }
 
 /// True when `info` is settlement evidence about exactly `allocation`:
@@ -71,10 +115,10 @@ pub fn is_consistent_success(
     operation: Operation,
     info: &Info,
     allocation: &Reference,
-    evidence: Evidence,
+    evidence: &Evidence,
 ) -> bool {
     if info.reference != *allocation
-        || (info.create_settled && !may_claim_settlement(operation, evidence))
+        || (info.create_settled && !may_claim_settlement(operation, evidence, info))
     {
         return false;
     }
@@ -103,7 +147,7 @@ pub fn answer<T>(operation: Operation, answer: Result<T, Error>) -> Result<T, Er
 pub fn read(
     answer: Result<Info, Error>,
     allocation: &Reference,
-    evidence: Evidence,
+    evidence: &Evidence,
 ) -> Result<Info, Error> {
     match self::answer(Operation::GetInfo, answer) {
         Ok(info) if !is_consistent_success(Operation::GetInfo, &info, allocation, evidence) => {
@@ -122,7 +166,7 @@ pub fn mutation(
     operation: Operation,
     answer: Result<Info, Failure>,
     allocation: &Reference,
-    evidence: Evidence,
+    evidence: &Evidence,
 ) -> Result<Info, Failure> {
     match answer {
         Ok(info) if !is_consistent_success(operation, &info, allocation, evidence) => {
@@ -136,7 +180,7 @@ pub fn mutation(
         Err(Failure { error, info }) => Err(Failure {
             error,
             info: info.filter(|info| {
-                may_claim_settlement(operation, evidence)
+                may_claim_settlement(operation, evidence, info)
                     && is_settlement_evidence(info, allocation)
             }),
         }),
@@ -350,7 +394,7 @@ mod tests {
                 error: Error::Exists,
                 info: Some(info.clone()),
             };
-            mutation(Operation::Create, Err(failure), &own, Evidence::Answer)
+            mutation(Operation::Create, Err(failure), &own, &Evidence::Answer)
                 .expect_err("a failure")
                 .info
                 .is_some()
@@ -379,7 +423,7 @@ mod tests {
     fn answers_about_another_allocation_are_not_evidence() {
         let running = info("b", LifecycleState::Running, Some("id"), true);
         assert_eq!(
-            read(Ok(running.clone()), &reference("a"), Evidence::Answer),
+            read(Ok(running.clone()), &reference("a"), &Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         assert_eq!(
@@ -387,7 +431,7 @@ mod tests {
                 Operation::Renew,
                 Ok(running),
                 &reference("a"),
-                Evidence::Answer
+                &Evidence::Answer
             ),
             Err(Error::ComputeUnconfirmed.into())
         );
@@ -398,15 +442,20 @@ mod tests {
         let own = reference("a");
         let running = |settled| info("a", LifecycleState::Running, Some("id"), settled);
         assert_eq!(
-            mutation(Operation::Create, Ok(running(true)), &own, Evidence::Answer),
+            mutation(
+                Operation::Create,
+                Ok(running(true)),
+                &own,
+                &Evidence::Answer
+            ),
             Ok(running(true))
         );
         assert_eq!(
-            read(Ok(running(false)), &own, Evidence::Answer),
+            read(Ok(running(false)), &own, &Evidence::Answer),
             Ok(running(false))
         );
         assert_eq!(
-            read(Ok(running(true)), &own, Evidence::Answer),
+            read(Ok(running(true)), &own, &Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         for operation in [Operation::Renew, Operation::Kill] {
@@ -416,7 +465,7 @@ mod tests {
                     operation,
                     Ok(settled_absence.clone()),
                     &own,
-                    Evidence::Answer
+                    &Evidence::Answer
                 ),
                 Err(Error::ComputeUnconfirmed.into()),
                 "{operation:?}"
@@ -426,7 +475,7 @@ mod tests {
                 info: Some(settled_absence),
             };
             assert_eq!(
-                mutation(operation, Err(failure), &own, Evidence::Answer),
+                mutation(operation, Err(failure), &own, &Evidence::Answer),
                 Err(Error::ComputeUnconfirmed.into()),
                 "{operation:?}"
             );
@@ -434,68 +483,81 @@ mod tests {
     }
 
     #[test]
-    fn a_durable_receipt_lets_get_info_renew_and_kill_claim_settlement() {
+    fn the_hosts_record_lets_get_info_renew_and_kill_claim_what_it_says() {
         let own = reference("a");
         let settled_absence = info("a", LifecycleState::Absent, None, true);
         let running = info("a", LifecycleState::Running, Some("id"), true);
+        let absent = Evidence::Recorded(Settled::Absent);
+        let present = Evidence::Recorded(Settled::Present("id".into()));
         assert_eq!(
-            read(Ok(settled_absence.clone()), &own, Evidence::Receipt),
+            read(Ok(settled_absence.clone()), &own, &absent),
             Ok(settled_absence.clone())
         );
         assert_eq!(
-            read(Ok(running.clone()), &own, Evidence::Receipt),
+            read(Ok(running.clone()), &own, &present),
             Ok(running.clone())
         );
         assert_eq!(
-            mutation(
-                Operation::Renew,
-                Ok(running.clone()),
-                &own,
-                Evidence::Receipt
-            ),
+            mutation(Operation::Renew, Ok(running.clone()), &own, &present),
             Ok(running.clone())
         );
-        assert_eq!(
-            mutation(
-                Operation::Kill,
-                Ok(settled_absence.clone()),
-                &own,
-                Evidence::Receipt
-            ),
-            Ok(settled_absence.clone())
-        );
+        // Once the recorded compute is gone, settled absence agrees too.
+        for evidence in [&absent, &present] {
+            assert_eq!(
+                mutation(Operation::Kill, Ok(settled_absence.clone()), &own, evidence),
+                Ok(settled_absence.clone())
+            );
+        }
         let failure = Failure {
             error: Error::NotFound,
             info: Some(settled_absence.clone()),
         };
         assert_eq!(
-            mutation(
-                Operation::Kill,
-                Err(failure.clone()),
-                &own,
-                Evidence::Receipt
-            ),
+            mutation(Operation::Kill, Err(failure.clone()), &own, &absent),
             Err(failure)
         );
+        // A claim the record contradicts is unknown: other compute, or
+        // compute where the record says the Create made none.
+        let other = info("a", LifecycleState::Running, Some("other"), true);
+        assert_eq!(
+            read(Ok(other), &own, &present),
+            Err(Error::ComputeUnconfirmed)
+        );
+        assert_eq!(
+            read(Ok(running.clone()), &own, &absent),
+            Err(Error::ComputeUnconfirmed)
+        );
         // Still exact: a settled Kill names nothing, and another
-        // allocation's receipt is no evidence.
+        // allocation's answer is no evidence.
         let settled_with_id = info("a", LifecycleState::Absent, Some("id"), true);
         assert_eq!(
-            mutation(
-                Operation::Kill,
-                Ok(settled_with_id),
-                &own,
-                Evidence::Receipt
-            ),
+            mutation(Operation::Kill, Ok(settled_with_id), &own, &present),
             Err(Error::ComputeUnconfirmed.into())
         );
         assert_eq!(
-            read(Ok(settled_absence), &reference("b"), Evidence::Receipt),
+            read(Ok(settled_absence.clone()), &reference("b"), &absent),
             Err(Error::ComputeUnconfirmed)
         );
         for operation in [Operation::Observe, Operation::RunCommand] {
-            assert!(!may_claim_settlement(operation, Evidence::Receipt));
+            assert!(!may_claim_settlement(operation, &absent, &settled_absence));
         }
+    }
+
+    #[test]
+    fn a_creates_settled_answer_is_what_the_host_records() {
+        let running = info("a", LifecycleState::Running, Some("id"), true);
+        assert_eq!(
+            settled_by(&Ok(running)),
+            Some(Settled::Present("id".into()))
+        );
+        let refused = Failure {
+            error: Error::Invalid,
+            info: Some(info("a", LifecycleState::Absent, None, true)),
+        };
+        assert_eq!(settled_by(&Err(refused)), Some(Settled::Absent));
+        let unsettled = info("a", LifecycleState::Pending, Some("id"), false);
+        assert_eq!(settled_by(&Ok(unsettled)), None);
+        assert_eq!(settled_by(&Err(Error::ComputeUnconfirmed.into())), None);
     }
 
     #[test]
@@ -509,7 +571,7 @@ mod tests {
             info("a", LifecycleState::Absent, Some("id"), false),
         ] {
             assert_eq!(
-                read(Ok(bad.clone()), &own, Evidence::Answer),
+                read(Ok(bad.clone()), &own, &Evidence::Answer),
                 Err(Error::ComputeUnconfirmed),
                 "{bad:?}"
             );
@@ -520,19 +582,24 @@ mod tests {
                 Operation::Create,
                 Ok(receipt.clone()),
                 &own,
-                Evidence::Answer
+                &Evidence::Answer
             ),
             Ok(receipt)
         );
         // Kill's success is absence, proved or not; never present compute.
         let gone = info("a", LifecycleState::Absent, None, false);
         assert_eq!(
-            mutation(Operation::Kill, Ok(gone.clone()), &own, Evidence::Answer),
+            mutation(Operation::Kill, Ok(gone.clone()), &own, &Evidence::Answer),
             Ok(gone)
         );
         let removed = info("a", LifecycleState::Absent, Some("id"), false);
         assert_eq!(
-            mutation(Operation::Kill, Ok(removed.clone()), &own, Evidence::Answer),
+            mutation(
+                Operation::Kill,
+                Ok(removed.clone()),
+                &own,
+                &Evidence::Answer
+            ),
             Ok(removed)
         );
         assert_eq!(
@@ -540,7 +607,7 @@ mod tests {
                 Operation::Kill,
                 Ok(info("a", LifecycleState::Running, Some("id"), false)),
                 &own,
-                Evidence::Answer
+                &Evidence::Answer
             ),
             Err(Error::ComputeUnconfirmed.into())
         );
@@ -550,7 +617,7 @@ mod tests {
     fn unsupported_from_a_supported_operation_is_unknown() {
         let unsupported = || Error::unsupported("get-info", "x");
         assert_eq!(
-            read(Err(unsupported()), &reference("a"), Evidence::Answer),
+            read(Err(unsupported()), &reference("a"), &Evidence::Answer),
             Err(Error::ComputeUnconfirmed)
         );
         assert_eq!(command(Err(unsupported())), Err(Error::CommandUnconfirmed));

@@ -161,7 +161,7 @@ fn mutation(operation: Operation, answer: Answer, allocation: &Reference) -> Res
     };
     // The node's listing does not say what a kind's answers rest on, so
     // the proxy holds them to the strict rule.
-    police::mutation(operation, answer, allocation, police::Evidence::Answer)
+    police::mutation(operation, answer, allocation, &police::Evidence::Answer)
 }
 
 impl RemoteProvider {
@@ -240,7 +240,7 @@ impl SandboxProvider for RemoteProvider {
         police::read(
             expect(answer, Error::ComputeUnconfirmed, info),
             &allocation,
-            police::Evidence::Answer,
+            &police::Evidence::Answer,
         )
     }
 

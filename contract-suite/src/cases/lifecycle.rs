@@ -4,6 +4,7 @@
 
 use super::{Runner, ensure};
 use crate::report::Level;
+use sandbox_host::contract::Operation;
 use sandbox_host::types::{Error, Failure, LifecycleState};
 use std::sync::Mutex;
 
@@ -59,16 +60,12 @@ pub async fn run(runner: &mut Runner<'_>) {
             "settlement.observation",
             "settlement",
             Level::Must,
-            "GetInfo of running compute claims create-settled only on a durable receipt it read: an observation alone cannot prove a Create ended.",
-            async |h| {
-                let (answer, requests) = h.with_fault(None, async || h.get_info(r).await).await;
-                match answer {
-                    Ok(info) => ensure(
-                        !info.create_settled || h.rests_on_a_receipt(&requests),
-                        || format!("info {info:?}"),
-                    ),
-                    other => Err(format!("{other:?}")),
-                }
+            "GetInfo of running compute claims create-settled only as the host's record of the Create's answer allows: an observation alone cannot prove a Create ended.",
+            async |h| match h.get_info(r).await {
+                Ok(info) => ensure(h.claim_agrees(Operation::GetInfo, &info).await, || {
+                    format!("info {info:?}")
+                }),
+                other => Err(format!("{other:?}")),
             },
         )
         .await;
@@ -140,17 +137,14 @@ pub async fn run(runner: &mut Runner<'_>) {
             "settlement.kill-again",
             "settlement",
             Level::Must,
-            "Kill on confirmed absence succeeds again, claiming create-settled only on a durable receipt it read: a Kill alone is not terminal proof.",
-            async |h| {
-                let (answer, requests) = h.with_fault(None, async || h.kill(r).await).await;
-                match answer {
-                    Ok(info) => ensure(
-                        info.state == LifecycleState::Absent
-                            && (!info.create_settled || h.rests_on_a_receipt(&requests)),
-                        || format!("info {info:?}"),
-                    ),
-                    other => Err(format!("{other:?}")),
-                }
+            "Kill on confirmed absence succeeds again, claiming create-settled only as the host's record of the Create's answer allows: a Kill alone is not terminal proof.",
+            async |h| match h.kill(r).await {
+                Ok(info) => ensure(
+                    info.state == LifecycleState::Absent
+                        && h.claim_agrees(Operation::Kill, &info).await,
+                    || format!("info {info:?}"),
+                ),
+                other => Err(format!("{other:?}")),
             },
         )
         .await;
@@ -159,15 +153,18 @@ pub async fn run(runner: &mut Runner<'_>) {
             "lifecycle.get-info-after-kill",
             "lifecycle",
             Level::Must,
-            "GetInfo after Kill is not-found, or settled absence resting on a durable receipt it read.",
+            "GetInfo after Kill is not-found, or settled absence as the host's record of the Create's answer allows.",
             async |h| {
-                let (answer, requests) = h.with_fault(None, async || h.get_info(r).await).await;
-                let receipt = h.rests_on_a_receipt(&requests);
+                let answer = h.get_info(r).await;
+                let agrees = match &answer {
+                    Ok(info) => h.claim_agrees(Operation::GetInfo, info).await,
+                    Err(_) => false,
+                };
                 ensure(
                     match &answer {
                         Err(Error::NotFound) => true,
                         Ok(info) => {
-                            receipt
+                            agrees
                                 && info.state == LifecycleState::Absent
                                 && info.create_settled
                                 && info.provider_id.is_none()

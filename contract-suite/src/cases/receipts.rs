@@ -7,6 +7,8 @@ use super::{Runner, actions, ensure};
 use crate::fixtures::Engine;
 use crate::harness::KIND;
 use crate::report::Level;
+use sandbox_host::contract::Operation;
+use sandbox_host::police;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Error, LifecycleState};
 
@@ -32,7 +34,7 @@ pub async fn run(runner: &mut Runner<'_>) {
             "receipts.restart",
             "receipts",
             Level::Must,
-            "After a restart, GetInfo reads its receipt and answers the same compute, settled.",
+            "After a restart, GetInfo answers the same compute, settled, as the host's record of the Create's answer allows.",
             async |h| {
                 let restarted = h.restarted().await.map_err(|error| error.to_string())?;
                 let kind = restarted.kind(KIND).map_err(|error| format!("{error:?}"))?;
@@ -40,11 +42,12 @@ pub async fn run(runner: &mut Runner<'_>) {
                     .with_fault(None, async || kind.get_info(r.clone(), h.budget()).await)
                     .await;
                 let info = answer.map_err(|error| format!("{error:?}"))?;
+                let evidence = kind.settlement_evidence(r).await;
                 ensure(
                     info.provider_id == created.provider_id
                         && info.create_settled
-                        && h.rests_on_a_receipt(&requests),
-                    || format!("{info:?} after {:?}", actions(&requests)),
+                        && police::may_claim_settlement(Operation::GetInfo, &evidence, &info),
+                    || format!("{info:?} on {evidence:?} after {:?}", actions(&requests)),
                 )
             },
         )
@@ -122,9 +125,14 @@ pub async fn run(runner: &mut Runner<'_>) {
                         .iter()
                         .filter(|request| request.action.capability() != "receipts")
                         .count();
+                    let agrees = match &answer {
+                        Ok(info) => h.claim_agrees(Operation::GetInfo, info).await,
+                        Err(_) => false,
+                    };
                     ensure(
                         matches!(&answer, Ok(info) if info.create_settled
                             && info.state == LifecycleState::Absent)
+                            && agrees
                             && vendor == 0,
                         || format!("{answer:?} after {:?}", actions(&requests)),
                     )

@@ -10,8 +10,13 @@
 //! - the framing, hop-by-hop and `host` headers are the transport's;
 //! - the credential is filled in by the host where the component asks for
 //!   it with the `oac-credential*` marker headers, so it never enters guest
-//!   memory;
-//! - bodies are bounded both ways and the whole exchange by the call's
+//!   memory, and only on the kind's exact credential origins;
+//! - no credential the call holds goes anywhere else: a request whose URL,
+//!   headers or body carry one, in any obvious encoding
+//!   ([`oac_provider_api::secrets`]), is refused; so the body is read
+//!   whole, and checked, before anything is sent;
+//! - bodies are bounded both ways, the requests a call and a kind hold
+//!   open at once are bounded, and the whole exchange by the call's
 //!   deadline;
 //! - every request crosses the capability boundary (recorded, faults
 //!   injected, never retried).
@@ -24,6 +29,7 @@
 
 use crate::capability::SharedCapabilities;
 use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction};
+use crate::capability::scope::Access;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::pin::Pin;
@@ -37,6 +43,19 @@ use wasmtime_wasi_http::{
 
 /// Largest request or response body: 8 MiB.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Requests one call may hold open at once (sent or being sent, until its
+/// response body is read or dropped); beyond it a request is refused
+/// before it is sent. A provider call needs a handful.
+pub const MAX_OPEN_REQUESTS_PER_CALL: usize = 64;
+
+/// Requests all calls of one kind may hold open at once, so that one kind
+/// cannot take every descriptor of the node.
+pub const MAX_OPEN_REQUESTS_PER_KIND: usize = 1024;
+
+/// Request body bytes one call may hold in the host at once: a body is
+/// read whole, and checked, before anything of its request is sent.
+pub const MAX_HELD_BODY_BYTES_PER_CALL: usize = 2 * MAX_BODY_BYTES;
 
 /// Marker header naming the header the host fills with the credential.
 pub const CREDENTIAL_MARKER: &str = "oac-credential";
@@ -99,32 +118,52 @@ impl reqwest::dns::Resolve for ResolveAll {
 /// Where a kind's requests may go: the registry's origins, exactly, and
 /// the configured endpoint (its API origin, and every `https` host within
 /// its domain on the default port). Requests to anywhere else are refused
-/// before anything is sent.
+/// before anything is sent. The credential goes only to the exact
+/// credential origins: the registry's, and the endpoint's API origin.
 #[derive(Clone, Debug)]
 pub struct OriginPolicy {
     origins: Arc<[reqwest::Url]>,
+    credential_origins: Arc<[reqwest::Url]>,
     /// Every `https://` host within this domain (default port) is allowed.
     domain: Option<String>,
 }
 
 impl OriginPolicy {
-    /// The policy for `origins` (registry origins; one that does not parse
-    /// as an origin allows nothing) and `endpoint` (`(api_url, domain)`,
-    /// already resolved).
-    pub fn new(origins: &[String], endpoint: Option<(String, String)>) -> Self {
-        let mut origins: Vec<reqwest::Url> = origins
-            .iter()
-            .filter_map(|origin| crate::registry::parse_origin(origin))
-            .collect();
+    /// The policy for `origins` and `credential_origins` (registry origins;
+    /// one that does not parse as an origin allows nothing) and `endpoint`
+    /// (`(api_url, domain)`, already resolved).
+    pub fn new(
+        origins: &[String],
+        credential_origins: &[String],
+        endpoint: Option<(String, String)>,
+    ) -> Self {
+        let parsed = |origins: &[String]| -> Vec<reqwest::Url> {
+            origins
+                .iter()
+                .filter_map(|origin| crate::registry::parse_origin(origin))
+                .collect()
+        };
+        let (mut origins, mut credential_origins) = (parsed(origins), parsed(credential_origins));
         let mut domain = None;
         if let Some((api_url, within)) = endpoint {
-            origins.extend(reqwest::Url::parse(&api_url).ok());
+            let api = reqwest::Url::parse(&api_url).ok();
+            origins.extend(api.clone());
+            credential_origins.extend(api);
             domain = Some(within);
         }
         Self {
             origins: origins.into(),
+            credential_origins: credential_origins.into(),
             domain,
         }
+    }
+
+    /// Whether a request to `url` (already admitted) may carry the
+    /// credential: its origin is exactly a credential origin.
+    pub fn takes_credential(&self, url: &reqwest::Url) -> bool {
+        self.credential_origins
+            .iter()
+            .any(|origin| origin.origin() == url.origin())
     }
 
     /// The URL a request for `target` is sent to, when the policy allows
@@ -162,13 +201,17 @@ pub(crate) struct HttpBroker {
     origins: OriginPolicy,
     installation: String,
     boundary: Boundary,
+    /// The kind's open requests ([`MAX_OPEN_REQUESTS_PER_KIND`]).
+    open: Arc<tokio::sync::Semaphore>,
 }
 
 impl HttpBroker {
-    /// A broker for the registered origins (already validated) and the
-    /// configured endpoint `(api_url, domain)` (already resolved).
+    /// A broker for the registered origins and credential origins
+    /// (already validated) and the configured endpoint `(api_url, domain)`
+    /// (already resolved).
     pub fn new(
         origins: &[String],
+        credential_origins: &[String],
         endpoint: Option<(String, String)>,
         installation: &str,
         boundary: Boundary,
@@ -188,20 +231,44 @@ impl HttpBroker {
         let client = builder.build()?;
         Ok(Self {
             client,
-            origins: OriginPolicy::new(origins, endpoint),
+            origins: OriginPolicy::new(origins, credential_origins, endpoint),
             installation: installation.to_string(),
             boundary,
+            open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_KIND)),
         })
     }
 
-    /// Sends an admitted request within `deadline`: its response head now,
-    /// its body as the component reads it.
+    /// Sends an admitted request within `deadline`, once its body has been
+    /// read and checked: its response head now, its body as the component
+    /// reads it.
     async fn exchange(
         &self,
         admitted: Admitted,
         deadline: Instant,
     ) -> Result<http::Response<wasmtime_wasi_http::WasiBody>, HttpError> {
-        let Admitted { request, decided } = admitted;
+        let Admitted {
+            head,
+            url,
+            action,
+            body,
+            secrets,
+            open,
+            held,
+        } = admitted;
+        // Not sent: the component never finished its body in time.
+        let body = tokio::time::timeout_at(deadline.into(), held.collect(body))
+            .await
+            .map_err(|_| HttpError::ConnectionRefused)??;
+        if secrets.found_in(&body) {
+            tracing::warn!(target: "provider", event = "credential_in_request", "request refused");
+            return Err(HttpError::HttpRequestDenied);
+        }
+        let decided = self
+            .boundary
+            .decide(Action::Http(action), url.path(), false);
+        let mut request = reqwest::Request::new(head.method, url);
+        *request.headers_mut() = head.headers;
+        *request.body_mut() = Some(reqwest::Body::from(body));
         let sending = self.client.execute(request);
         let response = self
             .boundary
@@ -221,6 +288,7 @@ impl HttpBroker {
             read: 0,
             deadline: Box::pin(tokio::time::sleep_until(deadline.into())),
             scan: Scan::new(&self.installation, self.boundary.clone(), decided.clone()),
+            _open: open,
         };
         let body = if decided.shows_foreign() {
             // An injected foreign-ownership fault: the whole (bounded) body,
@@ -302,6 +370,9 @@ struct Watched {
     read: usize,
     deadline: Pin<Box<tokio::time::Sleep>>,
     scan: Scan,
+    /// The request stays open (counted against the call's and the kind's
+    /// bounds) until its response body is read or dropped.
+    _open: OpenRequest,
 }
 
 impl http_body::Body for Watched {
@@ -360,10 +431,69 @@ impl http_body::Body for RequestBody {
     }
 }
 
-/// A request the policy admitted, ready to send.
+/// One open request: its places in the call's and the kind's bounds.
+struct OpenRequest {
+    _call: tokio::sync::OwnedSemaphorePermit,
+    _kind: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// The request body bytes one call holds in the host
+/// ([`MAX_HELD_BODY_BYTES_PER_CALL`]).
+#[derive(Clone, Default)]
+struct HeldBodies(Arc<std::sync::atomic::AtomicUsize>);
+
+/// One body's share of [`HeldBodies`], given back when dropped.
+struct Share(HeldBodies, usize);
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        (self.0)
+            .0
+            .fetch_sub(self.1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+impl HeldBodies {
+    /// Reads `body` whole within the call's bound; its share is given back
+    /// once the bytes are handed on (the transport holds them then).
+    async fn collect(
+        &self,
+        mut body: http_body_util::Limited<RequestBody>,
+    ) -> Result<Bytes, HttpError> {
+        let mut share = Share(self.clone(), 0);
+        let mut whole = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|error| match error.downcast::<HttpError>() {
+                Ok(error) => *error,
+                Err(_) => HttpError::HttpRequestBodySize(None),
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let held = self
+                .0
+                .fetch_add(data.len(), std::sync::atomic::Ordering::AcqRel)
+                + data.len();
+            share.1 += data.len();
+            if held > MAX_HELD_BODY_BYTES_PER_CALL {
+                return Err(HttpError::HttpRequestBodySize(None));
+            }
+            whole.extend_from_slice(&data);
+        }
+        Ok(whole.freeze())
+    }
+}
+
+/// A request the policy admitted: its head checked, its body still to be
+/// read from the component and checked before anything is sent.
 struct Admitted {
-    request: reqwest::Request,
-    decided: Decided,
+    head: http::request::Parts,
+    url: reqwest::Url,
+    action: HttpAction,
+    body: http_body_util::Limited<RequestBody>,
+    secrets: Arc<oac_provider_api::secrets::Secrets>,
+    open: OpenRequest,
+    held: HeldBodies,
 }
 
 /// One call's HTTP hooks: what `wasi:http` asks the host while the call
@@ -371,25 +501,45 @@ struct Admitted {
 pub(crate) struct CallHttp {
     capabilities: SharedCapabilities,
     deadline: Instant,
-    may_change: bool,
+    access: Access,
     /// The credential this call's requests carry: the kind's, or a
     /// candidate's (selection discovery, credential verification).
-    pub(crate) credential: Option<String>,
+    credential: Option<String>,
+    /// Every credential the call holds, to be found where it must not go.
+    secrets: Arc<oac_provider_api::secrets::Secrets>,
+    /// The call's open requests ([`MAX_OPEN_REQUESTS_PER_CALL`]).
+    open: Arc<tokio::sync::Semaphore>,
+    held: HeldBodies,
 }
 
 impl CallHttp {
     /// Hooks for a call that ends by `deadline`.
-    pub(crate) fn new(
-        capabilities: SharedCapabilities,
-        deadline: Instant,
-        may_change: bool,
-    ) -> Self {
+    pub(crate) fn new(capabilities: SharedCapabilities, deadline: Instant, access: Access) -> Self {
         Self {
             credential: capabilities.credential(),
+            secrets: capabilities.secrets(),
             capabilities,
             deadline,
-            may_change,
+            access,
+            open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_CALL)),
+            held: HeldBodies::default(),
         }
+    }
+
+    /// This call's requests carry `candidate` instead of the kind's
+    /// credential (selection discovery, credential verification); both
+    /// stay out of everything else it sends.
+    pub(crate) fn use_candidate(&mut self, candidate: Option<String>) {
+        let kind = self.capabilities.credential();
+        self.secrets = Arc::new(oac_provider_api::secrets::Secrets::new(
+            kind.iter().chain(&candidate).map(String::as_str),
+        ));
+        self.credential = candidate;
+    }
+
+    /// The credential this call's requests carry.
+    pub(crate) fn credential(&self) -> Option<&str> {
+        self.credential.as_deref()
     }
 
     /// The policy: the request as it will be sent, or why it is refused
@@ -410,9 +560,13 @@ impl CallHttp {
             http::Method::DELETE => HttpAction::Delete,
             _ => return Err(HttpError::HttpRequestDenied),
         };
-        // A call that may only read sends only GET.
-        if action != HttpAction::Get && !self.may_change {
-            return Err(HttpError::HttpRequestDenied);
+        // A pure call sends nothing; one that may only read sends only GET.
+        match self.access {
+            Access::Pure => return Err(HttpError::HttpRequestDenied),
+            Access::Read if action != HttpAction::Get => {
+                return Err(HttpError::HttpRequestDenied);
+            }
+            Access::Read | Access::Change => {}
         }
         let url = broker
             .origins
@@ -436,22 +590,58 @@ impl CallHttp {
         if length.is_some_and(|length| length > MAX_BODY_BYTES) {
             return Err(HttpError::HttpRequestBodySize(length.map(|n| n as u64)));
         }
-        self.fill_credential(&mut head.headers)?;
-        let decided = broker
-            .boundary
-            .decide(Action::Http(action), url.path(), false);
+        // No credential in the target or any header but the one the host
+        // fills in below.
+        let carried = self.secrets.found_in(url.as_str().as_bytes())
+            || head.headers.iter().any(|(name, value)| {
+                self.secrets.found_in(name.as_str().as_bytes())
+                    || self.secrets.found_in(value.as_bytes())
+            });
+        if carried {
+            tracing::warn!(target: "provider", event = "credential_in_request", "request refused");
+            return Err(HttpError::HttpRequestDenied);
+        }
+        self.fill_credential(&mut head.headers, &url)?;
+        let open = self.open_request()?;
         let body = http_body_util::Limited::new(
             RequestBody(sync_wrapper::SyncWrapper::new(body)),
             MAX_BODY_BYTES,
         );
-        let mut request = reqwest::Request::new(head.method, url);
-        *request.headers_mut() = head.headers;
-        *request.body_mut() = Some(reqwest::Body::wrap(body));
-        Ok(Admitted { request, decided })
+        Ok(Admitted {
+            head,
+            url,
+            action,
+            body,
+            secrets: self.secrets.clone(),
+            open,
+            held: self.held.clone(),
+        })
     }
 
-    /// Replaces the `oac-credential*` markers with the credential header.
-    fn fill_credential(&self, headers: &mut http::HeaderMap) -> Result<(), HttpError> {
+    /// A place for one more open request, or a refusal (nothing is sent)
+    /// when the call or the kind holds as many as it may.
+    fn open_request(&self) -> Result<OpenRequest, HttpError> {
+        let call = self.open.clone().try_acquire_owned();
+        let kind = self.capabilities.http.open.clone().try_acquire_owned();
+        match (call, kind) {
+            (Ok(call), Ok(kind)) => Ok(OpenRequest {
+                _call: call,
+                _kind: kind,
+            }),
+            _ => {
+                tracing::warn!(target: "provider", kind = %self.capabilities.kind, event = "open_request_bound", "request refused");
+                Err(HttpError::HttpRequestDenied)
+            }
+        }
+    }
+
+    /// Replaces the `oac-credential*` markers with the credential header,
+    /// only for a request to a credential origin.
+    fn fill_credential(
+        &self,
+        headers: &mut http::HeaderMap,
+        url: &reqwest::Url,
+    ) -> Result<(), HttpError> {
         let mut marker = |name: &str| -> Result<Option<String>, HttpError> {
             let values: Vec<_> = headers.get_all(name).iter().cloned().collect();
             headers.remove(name);
@@ -480,6 +670,10 @@ impl CallHttp {
             || name.as_str().starts_with(CREDENTIAL_MARKER)
             || headers.contains_key(&name)
         {
+            return Err(HttpError::HttpRequestDenied);
+        }
+        if !self.capabilities.http.origins.takes_credential(url) {
+            tracing::warn!(target: "provider", kind = %self.capabilities.kind, event = "credential_off_its_origins", "request refused");
             return Err(HttpError::HttpRequestDenied);
         }
         let credential = self
@@ -552,6 +746,7 @@ mod tests {
                 "https://api.vendor.example".into(),
                 "http://127.0.0.1:9000".into(),
             ],
+            &[],
             None,
             "inst",
             Boundary::default(),
@@ -580,6 +775,7 @@ mod tests {
     #[test]
     fn a_configured_endpoint_allows_its_api_and_https_hosts_within_its_domain() {
         let broker = HttpBroker::new(
+            &[],
             &[],
             Some(("https://api.sbx.example".into(), "sbx.example".into())),
             "inst",
@@ -610,6 +806,20 @@ mod tests {
         assert!(!allowed("https://sbx.example.evil.example/"));
         assert!(!allowed("https://u@i1.sbx.example/"));
         assert!(!allowed("https://127.0.0.1/"));
+        let takes = |url: &str| {
+            broker
+                .origins
+                .takes_credential(&reqwest::Url::parse(url).expect("url"))
+        };
+        assert!(takes("https://api.sbx.example/sandboxes"));
+        for other in [
+            "https://49983-i1.sbx.example/",
+            "https://sbx.example/",
+            "https://api.sbx.example:8443/",
+            "http://api.sbx.example/",
+        ] {
+            assert!(!takes(other), "{other}");
+        }
     }
 
     #[test]

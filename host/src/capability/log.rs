@@ -1,11 +1,14 @@
 //! The `log` capability: component events into `tracing`, bounded, with
 //! event codes checked and the secrets the host knows of (the kind's
-//! credential, the daemon credential of the Create being served) redacted.
-//! A component determined to leak can still split or encode a secret; this
-//! catches the accidental leak, the contract suite's leak clause the rest.
+//! credential, a candidate credential, the daemon credential of the Create
+//! being served) redacted wherever they appear — event code, field key or
+//! value — in any obvious encoding ([`oac_provider_api::secrets`]). A
+//! component determined to leak can still split or encrypt a secret; the
+//! contract suite's leak clause judges that.
 
 use crate::bindings::oac::sandbox_provider::log::{self, Level};
 use crate::state::CallState;
+use oac_provider_api::secrets::Secrets;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Fields kept per event.
@@ -20,27 +23,33 @@ pub const LOG_QUOTA: u32 = 256;
 /// as the component's attempt to log that secret).
 pub const REDACTED: &str = "[redacted]";
 
-/// Writes one component event. `kind` names the provider kind; a field
-/// whose value contains one of `secrets` is written `[redacted]`.
-pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(String, String)]) {
-    let event = if oac_contract::is_valid_reason(event) {
-        event
-    } else {
+/// What an event code or field key carrying a secret is written as (a
+/// valid code, unlike [`REDACTED`]).
+pub const REDACTED_NAME: &str = "redacted";
+
+/// Writes one component event. `kind` names the provider kind; an event
+/// code, field key or field value carrying one of `secrets` is written
+/// [`REDACTED_NAME`] or [`REDACTED`].
+pub fn emit(kind: &str, secrets: &Secrets, level: Level, event: &str, fields: &[(String, String)]) {
+    let event = if !oac_contract::is_valid_reason(event) {
         "invalid_event_code"
+    } else if secrets.found_in(event.as_bytes()) {
+        REDACTED_NAME
+    } else {
+        event
     };
     let rendered: Vec<String> = fields
         .iter()
         .take(MAX_FIELDS)
         .map(|(key, value)| {
-            let key = if oac_contract::is_valid_reason(key) {
-                key.as_str()
-            } else {
+            let key = if !oac_contract::is_valid_reason(key) {
                 "field"
+            } else if secrets.found_in(key.as_bytes()) {
+                REDACTED_NAME
+            } else {
+                key.as_str()
             };
-            let secret = secrets
-                .iter()
-                .any(|secret| !secret.is_empty() && value.contains(secret));
-            let value = if secret {
+            let value = if secrets.found_in(value.as_bytes()) {
                 REDACTED.to_string()
             } else {
                 value.chars().take(MAX_VALUE_CHARS).collect()
@@ -59,6 +68,11 @@ pub fn emit(kind: &str, secrets: &[&str], level: Level, event: &str, fields: &[(
 
 impl log::Host for CallState {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
+        // A pure call (configuration) holds the credential in clear and
+        // reaches nothing, not even the node's log.
+        if !self.scope.may_reach() {
+            return;
+        }
         self.logged = self.logged.saturating_add(1);
         if self.logged > LOG_QUOTA {
             if self.logged == LOG_QUOTA + 1 {
@@ -67,19 +81,69 @@ impl log::Host for CallState {
             }
             return;
         }
-        let capabilities = &self.capabilities;
-        let kind_credential = capabilities.credential();
-        let secrets: Vec<&str> = kind_credential
-            .iter()
-            .chain(&self.http.credential)
-            .chain(&self.secrets)
-            .map(String::as_str)
-            .collect();
-        emit(&capabilities.kind, &secrets, severity, &event, &fields);
+        let kind = self.capabilities.kind.clone();
+        emit(&kind, self.secrets(), severity, &event, &fields);
     }
 }
 
 /// Links the `log` import.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     log::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// What `emit` wrote, through a subscriber of this thread only.
+    fn written(secrets: &Secrets, event: &str, fields: &[(String, String)]) -> String {
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("lock").extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            emit("k", secrets, Level::Info, event, fields);
+        });
+        let bytes = buffer.0.lock().expect("lock").clone();
+        String::from_utf8(bytes).expect("utf-8")
+    }
+
+    #[test]
+    fn a_secret_is_redacted_as_event_code_field_key_and_value() {
+        let key = "e2b_0123456789abcdef";
+        let secrets = Secrets::new([format!(r#"{{"api_key":"{key}"}}"#).as_str()]);
+        let hex = hex::encode(key);
+        let line = written(
+            &secrets,
+            &format!("k_{hex}"),
+            &[
+                (format!("f_{hex}"), "v".into()),
+                ("plain".into(), format!("x {key} y")),
+                ("encoded".into(), hex.clone()),
+                ("kept".into(), "visible".into()),
+            ],
+        );
+        assert!(!line.contains(&hex) && !line.contains(key), "{line}");
+        assert!(
+            line.contains("event=\"redacted\"") || line.contains("event=redacted"),
+            "{line}"
+        );
+        assert!(line.contains("redacted=\\\"v\\\""), "{line}");
+        assert_eq!(line.matches(REDACTED).count(), 2, "{line}");
+        assert!(line.contains("visible"), "{line}");
+    }
 }

@@ -30,18 +30,46 @@ pub(crate) struct Capabilities {
     pub http: http::HttpBroker,
     /// The receipt store, when granted.
     pub receipts: Option<receipts::ReceiptsBroker>,
-    /// The credential, kept host-side for the HTTP capability and log
-    /// redaction; replaced only under the kind's call fence.
-    pub credential: std::sync::RwLock<Option<String>>,
+    /// The credential, kept host-side for the HTTP capability, and what
+    /// finds it in a request, an answer or a log line; replaced only under
+    /// the kind's call fence.
+    pub credential: std::sync::RwLock<HeldCredential>,
+}
+
+/// A kind's credential and the matcher that finds it (built once per
+/// credential, not per call).
+#[derive(Clone, Default)]
+pub(crate) struct HeldCredential {
+    pub(crate) text: Option<String>,
+    pub(crate) secrets: Arc<oac_provider_api::secrets::Secrets>,
+}
+
+impl HeldCredential {
+    pub(crate) fn new(text: Option<String>) -> Self {
+        let secrets = oac_provider_api::secrets::Secrets::new(text.as_deref());
+        Self {
+            text,
+            secrets: Arc::new(secrets),
+        }
+    }
 }
 
 impl Capabilities {
-    /// The kind's current credential.
-    pub(crate) fn credential(&self) -> Option<String> {
+    fn held(&self) -> HeldCredential {
         self.credential
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// The kind's current credential.
+    pub(crate) fn credential(&self) -> Option<String> {
+        self.held().text
+    }
+
+    /// What finds the kind's current credential.
+    pub(crate) fn secrets(&self) -> Arc<oac_provider_api::secrets::Secrets> {
+        self.held().secrets
     }
 
     /// Replaces the kind's credential (under the call fence: no call runs).
@@ -49,7 +77,7 @@ impl Capabilities {
         *self
             .credential
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = credential;
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = HeldCredential::new(credential);
     }
 
     /// Whether the kind's compute gets exactly `access`. Under the Docker

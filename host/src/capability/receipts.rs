@@ -94,6 +94,12 @@ impl ReceiptStore {
         })
     }
 
+    /// The store's database, for the host's own tables
+    /// ([`crate::settlement`]).
+    pub(crate) fn database(&self) -> &redb::Database {
+        &self.database
+    }
+
     /// The record at `address`.
     fn get(&self, address: Address<'_>) -> Result<Option<Vec<u8>>, StoreFailure> {
         let read = self
@@ -207,6 +213,12 @@ impl CallState {
         let capabilities = &self.capabilities;
         let broker = capabilities.receipts.clone().ok_or(ReceiptsError::Denied)?;
         broker.boundary.note_call("receipts", function, &key);
+        // Only a call that may change its allocation writes: an observation,
+        // a probe or a verification may read at most.
+        let writes = function != "get";
+        if !self.scope.may_reach() || (writes && !self.scope.may_change()) {
+            return Err(ReceiptsError::Denied);
+        }
         let reference = self.scope.single().ok_or(ReceiptsError::Denied)?.clone();
         if !oac_contract::is_valid_reason(&key) {
             return Err(ReceiptsError::Invalid);
@@ -259,9 +271,6 @@ fn changed(outcome: Result<(), Crossing<StoreFailure>>) -> Result<(), ReceiptsEr
 impl receipts::Host for CallState {
     async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
         let (broker, owned) = self.receipt("get", key)?;
-        // A record this call wrote itself proves nothing about an earlier
-        // Create: only one it found there does.
-        let written_here = self.receipts_written.contains(&owned.key);
         let found = cross(
             self.deadline,
             broker,
@@ -271,10 +280,6 @@ impl receipts::Host for CallState {
         )
         .await
         .map_err(|_| ReceiptsError::Unavailable)?;
-        if found.is_some() && !written_here {
-            // The answer of this call may rest on a durable receipt.
-            self.evidence = oac_provider_api::police::Evidence::Receipt;
-        }
         Ok(found)
     }
 
@@ -283,8 +288,6 @@ impl receipts::Host for CallState {
         if value.len() > MAX_RECEIPT_BYTES {
             return Err(ReceiptsError::Invalid);
         }
-        // Counted before the write: a failed write may have landed.
-        self.receipts_written.push(owned.key.clone());
         let outcome = cross(
             self.deadline,
             broker,

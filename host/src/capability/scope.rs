@@ -1,8 +1,9 @@
-//! The allocations one call serves, and the ownership labels that bind a
-//! native resource to one of them. A capability reaches only resources
-//! labelled for the call's own allocation (or, in a batch observation, one
-//! of its allocations): a component cannot name its way into another
-//! installation's or another allocation's resources.
+//! What one call may reach: the allocations it serves and what it may do to
+//! them. A capability reaches only resources labelled for the call's own
+//! allocation (or, in a batch observation, one of its allocations), so a
+//! component cannot name its way into another installation's or another
+//! allocation's resources; and a call's [`Access`] decides, before any
+//! request, whether it may change anything at all.
 
 pub use oac_contract::labels::{
     ALLOCATION as ALLOCATION_LABEL, ENVIRONMENT as ENVIRONMENT_LABEL,
@@ -11,39 +12,93 @@ pub use oac_contract::labels::{
 use oac_provider_api::types::Reference;
 use std::collections::HashMap;
 
-/// The allocations a call serves, from the operation's input.
+/// What a call may do through the capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// No capability at all (the configuration adapter and the declaration
+    /// calls): every native import is denied and no event is logged.
+    Pure,
+    /// Reads only: `GET` over HTTP, Docker reads, receipt reads (the
+    /// readiness probe, observations, discovery, credential verification).
+    Read,
+    /// May change native state: the lifecycle and checkpoint operations.
+    Change,
+}
+
+/// The allocations a call serves, from the operation's input, and its
+/// [`Access`].
 #[derive(Clone, Debug, PartialEq)]
-pub enum CallScope {
-    /// No allocation (readiness probe, declarations, configuration,
-    /// discovery): no resource is reachable.
-    Node,
-    /// One allocation: every operation that names a reference.
-    Allocation(Reference),
-    /// A batch observation's allocations: it may only read.
-    Batch(Vec<Reference>),
+pub struct CallScope {
+    access: Access,
+    references: Vec<Reference>,
 }
 
 impl CallScope {
-    /// False for a batch observation: a call that serves several
-    /// allocations changes none of them (no native request but reads).
-    pub fn may_change(&self) -> bool {
-        !matches!(self, CallScope::Batch(_))
+    /// A configuration or declaration call: no capability, no allocation.
+    pub fn pure() -> Self {
+        Self {
+            access: Access::Pure,
+            references: Vec::new(),
+        }
     }
 
-    /// The single allocation resources may be created for.
+    /// A call about no allocation that may only read (the readiness probe,
+    /// selection and configuration discovery).
+    pub fn node_read() -> Self {
+        Self {
+            access: Access::Read,
+            references: Vec::new(),
+        }
+    }
+
+    /// An operation on one allocation that may change it.
+    pub fn changing(reference: Reference) -> Self {
+        Self {
+            access: Access::Change,
+            references: vec![reference],
+        }
+    }
+
+    /// A call that may only read these allocations' resources
+    /// (observations, credential verification).
+    pub fn reading(references: Vec<Reference>) -> Self {
+        Self {
+            access: Access::Read,
+            references,
+        }
+    }
+
+    /// What the call may do.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Whether the call may change native state.
+    pub fn may_change(&self) -> bool {
+        self.access == Access::Change
+    }
+
+    /// Whether the call may use a native capability at all.
+    pub fn may_reach(&self) -> bool {
+        self.access != Access::Pure
+    }
+
+    /// The call's one allocation, when it serves exactly one.
     pub fn single(&self) -> Option<&Reference> {
-        match self {
-            CallScope::Allocation(reference) => Some(reference),
+        match self.references.as_slice() {
+            [reference] => Some(reference),
             _ => None,
         }
     }
 
-    fn references(&self) -> &[Reference] {
-        match self {
-            CallScope::Node => &[],
-            CallScope::Allocation(reference) => std::slice::from_ref(reference),
-            CallScope::Batch(references) => references,
-        }
+    /// The allocation whose turn the call takes: a changing call's.
+    pub fn turn(&self) -> Option<&Reference> {
+        self.single().filter(|_| self.may_change())
+    }
+
+    /// The allocations the call serves.
+    pub fn references(&self) -> &[Reference] {
+        &self.references
     }
 
     /// True when `labels` bind the resource to this installation and to one
@@ -89,7 +144,7 @@ mod tests {
 
     #[test]
     fn only_all_four_labels_of_a_call_allocation_own_a_resource() {
-        let scope = CallScope::Allocation(reference("a"));
+        let scope = CallScope::changing(reference("a"));
         let ours = ownership_labels("inst", &reference("a"));
         assert!(scope.owns("inst", &ours));
         assert!(!scope.owns("other", &ours), "another installation");
@@ -108,27 +163,37 @@ mod tests {
             assert!(!scope.owns("inst", &missing), "without {key}");
         }
         assert!(
-            !CallScope::Node.owns("inst", &ours),
+            !CallScope::node_read().owns("inst", &ours),
             "a node call owns nothing"
         );
     }
 
     #[test]
     fn a_batch_owns_each_of_its_allocations_and_creates_for_none() {
-        let batch = CallScope::Batch(vec![reference("a"), reference("b")]);
+        let batch = CallScope::reading(vec![reference("a"), reference("b")]);
         assert!(batch.owns("inst", &ownership_labels("inst", &reference("b"))));
         assert!(!batch.owns("inst", &ownership_labels("inst", &reference("c"))));
         assert_eq!(batch.single(), None);
-        assert_eq!(
-            CallScope::Allocation(reference("a")).single(),
-            Some(&reference("a"))
-        );
+        assert_eq!(batch.turn(), None);
+        let one = CallScope::changing(reference("a"));
+        assert_eq!(one.single(), Some(&reference("a")));
+        assert_eq!(one.turn(), Some(&reference("a")));
+        let observed = CallScope::reading(vec![reference("a")]);
+        assert_eq!(observed.single(), Some(&reference("a")));
+        assert_eq!(observed.turn(), None, "a read waits for no turn");
     }
 
     #[test]
-    fn only_a_batch_may_not_change() {
-        assert!(CallScope::Node.may_change());
-        assert!(CallScope::Allocation(reference("a")).may_change());
-        assert!(!CallScope::Batch(vec![reference("a")]).may_change());
+    fn only_a_changing_call_may_change_and_a_pure_one_reaches_nothing() {
+        assert!(CallScope::changing(reference("a")).may_change());
+        for read in [
+            CallScope::node_read(),
+            CallScope::reading(vec![reference("a")]),
+        ] {
+            assert!(!read.may_change() && read.may_reach());
+        }
+        let pure = CallScope::pure();
+        assert!(!pure.may_change() && !pure.may_reach());
+        assert!(pure.references().is_empty());
     }
 }

@@ -53,6 +53,7 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
             grants: Grants {
                 docker: false,
                 http_origins: vec![vendor.origin()],
+                credential_origins: vec![vendor.origin()],
                 receipts: false,
                 http_endpoint: None,
             },

@@ -72,6 +72,7 @@ async fn load(
         grants: Grants {
             docker: false,
             http_origins: vec![origin.to_string()],
+            credential_origins: vec![origin.to_string()],
             receipts: false,
             http_endpoint: None,
         },

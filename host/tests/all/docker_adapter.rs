@@ -39,7 +39,11 @@ async fn adapter(socket: &Path, installation: &str) -> Host {
 
 async fn adapter_with(socket: &Path, installation: &str, nested_sandbox: bool) -> Host {
     let engine = direct(socket);
-    let policy = policy_with(&image(&engine).await, &seccomp_profile(), nested_sandbox);
+    let policy = policy_with(
+        &image(&engine).await,
+        &seccomp_profile_for(nested_sandbox),
+        nested_sandbox,
+    );
     load_docker(
         socket,
         installation,
@@ -247,10 +251,17 @@ async fn create_applies_every_container_setting() {
         "{security:?}"
     );
     assert!(security.contains(&"apparmor=unconfined".to_string()));
-    assert!(
-        security
-            .iter()
-            .any(|option| option.starts_with("seccomp=") && option.contains("pivot_root"))
+    // The profile without nesting: upstream's, the appended rule not in it.
+    let seccomp = security
+        .iter()
+        .find_map(|option| option.strip_prefix("seccomp="))
+        .expect("a seccomp profile");
+    let profile: serde_json::Value = serde_json::from_str(seccomp).expect("JSON profile");
+    assert!(!oac_seccomp::allows_nesting(&profile), "{seccomp:.200}");
+    assert_eq!(
+        profile,
+        oac_fixtures::seccomp_profile::runtime_profile().expect("upstream"),
+        "the node's profile, as it is"
     );
     assert_eq!(host_config.nano_cpus, Some(500_000_000));
     assert_eq!(host_config.memory, Some(256 << 20));
@@ -790,6 +801,36 @@ async fn nested_sandbox_lifts_proc_masks_and_runs_an_init() {
     assert_eq!(host_config.init, Some(true));
     let (masked, _) = shell(&host, &reference, "grep -c ' /proc/kcore ' /proc/mounts").await;
     assert_eq!(masked, "0", "/proc/kcore is no longer masked");
+    // The nested profile lets it build a sandbox of its own.
+    let (_, nested) = shell(&host, &reference, NEW_NAMESPACES).await;
+    assert_eq!(nested, 0, "new namespaces under nested_sandbox");
+    cleanup(&host, &reference).await;
+}
+
+/// A user, mount and network namespace with a full capability set inside
+/// (busybox's `unshare`, mapping the user to root in it).
+const NEW_NAMESPACES: &str = "unshare -U -r -m -n true";
+
+/// Without `nested_sandbox` the container gets the upstream profile as it
+/// is: no new namespaces, so no capability set of its own either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_new_namespaces_without_nested_sandbox() {
+    let Some(Running {
+        host, reference, ..
+    }) = running("docker adapter namespaces", "plain", false).await
+    else {
+        return;
+    };
+    let (_, code) = shell(&host, &reference, NEW_NAMESPACES).await;
+    assert_ne!(
+        code, 0,
+        "a user namespace was created without nested_sandbox"
+    );
+    let (_, code) = shell(&host, &reference, "unshare -n true").await;
+    assert_ne!(
+        code, 0,
+        "a network namespace was created without nested_sandbox"
+    );
     cleanup(&host, &reference).await;
 }
 

@@ -283,7 +283,9 @@ async fn injected_faults_act_at_the_capability_boundary() {
         (answer, seen),
         (
             Err(Error::ComputeUnconfirmed),
-            vec!["volume-create".to_string()]
+            // The host looks for a volume of the name first (only one it
+            // did not find is its call's own fresh volume).
+            vec!["volume-inspect".to_string(), "volume-create".to_string()]
         )
     );
     assert!(engine.inspect_volume(&volume).await.is_err(), "never sent");
@@ -367,4 +369,119 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
         ],
         "{seen}"
     );
+}
+
+/// The planted-link attack: a started container links `/data/x` to `/etc`
+/// in its volume, then the component uploads through the link, into a
+/// second (unstarted) container on the same volume and into the first. The
+/// engine follows links when it extracts, so the host uploads only into a
+/// container its call made on volumes it made and never started: both are
+/// refused, and the read-only root never sees the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_never_follows_a_planted_link() {
+    let Some(socket) = engine_socket("planted link") else {
+        return;
+    };
+    let engine = direct(&socket);
+    let image = runtime_image_id(&engine).await;
+    let container = unique("oac-planted");
+    let volume = format!("{container}-data");
+    let entry = |path: &str, kind: tar::EntryType, mode: u32, data: &[u8]| {
+        let mut archive = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(kind);
+        header.set_size(data.len() as u64);
+        header.set_mode(mode);
+        header.set_uid(1000);
+        header.set_gid(1000);
+        header.set_cksum();
+        archive
+            .append_data(&mut header, path, data)
+            .expect("tar entry");
+        archive.into_inner().expect("tar")
+    };
+    // A directory the runtime user may write, uploaded before the start.
+    let setup = entry("w", tar::EntryType::Directory, 0o755, b"");
+    let archive = entry("oac-pwned", tar::EntryType::Regular, 0o644, b"pwned\n");
+    let steering = json!({
+        "action": "plant-then-upload",
+        "container": container,
+        "volume": volume,
+        "mounts": [{ "volume": volume, "target": "/data" }],
+        "cmd": ["sleep", "600"],
+        "setup": setup,
+        "setup_path": "/data",
+        "args": ["ln", "-s", "/etc", "/data/w/x"],
+        "path": "/data/w/x",
+        "archive": archive,
+    });
+    let mut binding = binding(Some(socket.clone()), steering);
+    binding.container_policy = Some(policy_with(&image, &seccomp_profile(), false));
+    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+        .await
+        .expect("host loads");
+    let answer = host
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(&container), budget())
+        .await;
+    let etc = engine_exec(&engine, &container, "ls /etc/oac-pwned 2>&1; echo $?").await;
+    for name in [container.clone(), format!("{container}-2")] {
+        let _ = engine
+            .remove_container(
+                &name,
+                Some(
+                    bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                        .force(true)
+                        .build(),
+                ),
+            )
+            .await;
+    }
+    let _ = engine
+        .remove_volume(
+            &volume,
+            None::<bollard::query_parameters::RemoveVolumeOptions>,
+        )
+        .await;
+    let outcomes = answer
+        .expect("the attack ran")
+        .provider_id
+        .expect("outcomes");
+    assert_eq!(
+        outcomes, "Error::Invalid,Error::Invalid",
+        "both uploads refused"
+    );
+    assert!(
+        etc.trim_end().ends_with('1'),
+        "/etc/oac-pwned exists: {etc}"
+    );
+}
+
+/// Runs `script` in `container` straight on the engine (as root, outside
+/// the host): what is really there.
+async fn engine_exec(engine: &Docker, container: &str, script: &str) -> String {
+    use bollard::exec::{CreateExecOptions, StartExecResults};
+    use futures_util::StreamExt;
+    let exec = engine
+        .create_exec(
+            container,
+            CreateExecOptions {
+                cmd: Some(vec!["sh", "-c", script]),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("exec");
+    let mut text = String::new();
+    if let Ok(StartExecResults::Attached { mut output, .. }) =
+        engine.start_exec(&exec.id, None).await
+    {
+        while let Some(Ok(chunk)) = output.next().await {
+            text.push_str(&chunk.to_string());
+        }
+    }
+    text
 }

@@ -653,35 +653,61 @@ async fn mounted_volumes_are_checked_again_after_create() {
 #[tokio::test]
 async fn uploads_are_rewritten_owned_by_the_runtime_user() {
     let engine = fake_engine().await;
-    attempt(
-        &engine,
-        json!({ "action": "volume-create", "volume": "oac-vol" }),
-    )
-    .await
-    .expect("volume");
-    attempt(
-        &engine,
-        json!({ "action": "container-create", "container": "oac-box",
-                "mounts": [{ "volume": "oac-vol", "target": "/data" }] }),
-    )
-    .await
-    .expect("container");
     let archive = tar_with("note", tar::EntryType::Regular, 0o640, 1000);
-    let outside = attempt(
-        &engine,
-        json!({ "action": "archive-upload", "container": "oac-box", "path": "/etc", "archive": archive }),
-    )
-    .await;
+    let make = |container: &str, volume: &str, path: &str| {
+        json!({ "action": "make-then-upload", "container": container, "volume": volume,
+                "mounts": [{ "volume": volume, "target": "/data" }],
+                "path": path, "archive": archive })
+    };
+    let outside = attempt(&engine, make("oac-out", "oac-out-vol", "/etc")).await;
     assert_eq!(outside, Err(Error::Invalid), "only into a volume mount");
-    attempt(
-        &engine,
-        json!({ "action": "archive-upload", "container": "oac-box", "path": "/data", "archive": archive }),
-    )
-    .await
-    .expect("uploaded");
+    attempt(&engine, make("oac-box", "oac-vol", "/data"))
+        .await
+        .expect("uploaded");
     assert_eq!(
         engine.file("oac-box", "/data/note"),
         Some((b"x".to_vec(), 0o640, 1000))
+    );
+}
+
+/// Uploads go only into a container the call itself made, on volumes it
+/// made, before any start: not into one an earlier call made (something
+/// may have run in it since), nor after a start in the same call, nor onto
+/// a volume that existed before.
+#[tokio::test]
+async fn uploads_go_only_where_nothing_has_run() {
+    let engine = fake_engine().await;
+    let archive = tar_with("note", tar::EntryType::Regular, 0o640, 1000);
+    attempt(
+        &engine,
+        json!({ "action": "make-then-upload", "container": "oac-box", "volume": "oac-vol",
+                "mounts": [{ "volume": "oac-vol", "target": "/data" }],
+                "path": "/data", "archive": archive }),
+    )
+    .await
+    .expect("made and uploaded in one call");
+    let later = attempt(
+        &engine,
+        json!({ "action": "archive-upload", "container": "oac-box", "path": "/data",
+                "archive": archive }),
+    )
+    .await;
+    assert_eq!(
+        later,
+        Err(Error::Invalid),
+        "a container an earlier call made"
+    );
+    let retained = attempt(
+        &engine,
+        json!({ "action": "make-then-upload", "container": "oac-box-2", "volume": "oac-vol",
+                "mounts": [{ "volume": "oac-vol", "target": "/data" }],
+                "path": "/data", "archive": archive }),
+    )
+    .await;
+    assert_eq!(
+        retained,
+        Err(Error::Invalid),
+        "a volume that existed before"
     );
 }
 
@@ -912,12 +938,11 @@ async fn an_endless_exec_frame_costs_the_output_bound() {
     assert!(sent < 64 << 20, "the engine got to send {sent} bytes");
 }
 
-/// A batch observation only reads: every change it asks for, even of an
-/// allocation in the batch, is invalid before any engine request; reads
-/// still work, and the same change in a single observation is sent (the
-/// steering is real).
+/// An observation only reads: every change a batch asks for, even of an
+/// allocation in the batch, is invalid before any engine request, and so
+/// is a change from a single observation; reads still work.
 #[tokio::test]
-async fn a_batch_observation_changes_nothing() {
+async fn an_observation_changes_nothing() {
     use sandbox_host::types::Target;
     let engine = fake_engine().await;
     act(
@@ -1005,9 +1030,11 @@ async fn a_batch_observation_changes_nothing() {
         .expect("a loaded kind")
         .observe(targets().remove(0), budget())
         .await;
-    assert!(started.is_ok(), "a single observation: {started:?}");
+    // An observation waits for no turn, so it may change nothing either:
+    // it could otherwise act in the middle of a Create.
+    assert_eq!(started, Err(Error::Invalid), "a single observation");
     assert!(
-        engine.requests().iter().any(|r| r.ends_with("/start")),
+        !engine.requests().iter().any(|r| r.ends_with("/start")),
         "{:?}",
         engine.requests()
     );

@@ -1,13 +1,18 @@
 //! Every operation of the E2B provider. Ownership lives in each sandbox's
-//! metadata (all four `oac_*` keys must match); settlement across restarts
-//! lives in durable receipts written before the effect they describe:
+//! metadata (all four `oac_*` keys must match); what an attempt did lives
+//! in durable receipts written before the effect they describe:
 //!
 //! - `create_pending`: an attempt began (written before `POST /sandboxes`);
 //! - `sandbox`: the created sandbox's id, domain and envd token;
 //! - `create_settled`: the attempt ended (`rejected`, `not_sent`,
 //!   `invalid`, `bootstrap_failed` or `running`).
 //!
-//! Nothing is ever resent: an unknown outcome stays unknown.
+//! Receipts are this adapter's bookkeeping (never replay, find the
+//! sandbox, start a new attempt only after one that sent nothing). They are
+//! not evidence: GetInfo, Renew and Kill claim `create-settled` only where
+//! the Create answered settled itself (every `create_settled` but
+//! `not_sent`), which is what the host recorded and checks the claim
+//! against. Nothing is ever resent: an unknown outcome stays unknown.
 
 use crate::api::{self, Api, Failed, Sandbox};
 use crate::config::Configuration as Settings;
@@ -129,6 +134,12 @@ fn recorded() -> Result<Option<Recorded>, Error> {
 
 fn settled_receipt() -> Result<Option<String>, Error> {
     Ok(receipt(SETTLED)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Whether the Create answered settled (so the host recorded it): its
+/// attempt ended, except one that sent nothing and answered unknown.
+fn answered_settled() -> Result<bool, Error> {
+    Ok(settled_receipt()?.is_some_and(|settled| settled != "not_sent"))
 }
 
 /// Writes a receipt; `false` when it may not be on disk.
@@ -319,8 +330,8 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
             });
         }
         Err(Failed::NotSent) => {
-            // Nothing was sent: a later observation proves the absence on
-            // this receipt; this answer claims nothing.
+            // Nothing was sent: a later Create may try again (this receipt
+            // says so); this answer claims nothing, so no later one does.
             let _ = write(SETTLED, b"not_sent");
             return Err(Error::ComputeUnconfirmed.into());
         }
@@ -418,12 +429,12 @@ fn info_of_observed(reference: Reference, sandbox: &Sandbox) -> Info {
 
 pub fn get_info(reference: Reference) -> Result<Info, Error> {
     let call = Call::new()?;
-    let settled = settled_receipt()?;
-    // A definite refusal proves absence without asking E2B.
-    if matches!(settled.as_deref(), Some("rejected" | "not_sent")) && recorded()?.is_none() {
+    // A definite refusal (the Create answered settled absence) proves
+    // absence without asking E2B.
+    if settled_receipt()?.as_deref() == Some("rejected") && recorded()?.is_none() {
         return Ok(absent(reference, true));
     }
-    let settled = settled.is_some();
+    let settled = answered_settled()?;
     match locate(&call, &reference)? {
         Located::One(sandbox, recorded) => info_of(&call, reference, &sandbox, &recorded, settled),
         Located::Several => Err(Error::ComputeUnconfirmed),
@@ -434,7 +445,7 @@ pub fn get_info(reference: Reference) -> Result<Info, Error> {
 
 pub fn renew(reference: Reference) -> Result<Info, Failure> {
     let call = Call::new()?;
-    let settled = settled_receipt()?.is_some();
+    let settled = answered_settled()?;
     let (sandbox, recorded) = match locate(&call, &reference)? {
         Located::One(sandbox, recorded) => (sandbox, recorded),
         Located::Nothing => return Err(Error::NotFound.into()),
@@ -462,19 +473,17 @@ pub fn renew(reference: Reference) -> Result<Info, Failure> {
 pub fn kill(reference: Reference) -> Result<Info, Failure> {
     let call = Call::new()?;
     let recorded = recorded()?;
-    let settled = settled_receipt()?.is_some();
-    let pending = receipt(PENDING)?.is_some();
+    let settled = answered_settled()?;
     let mut ids: Vec<String> = recorded.iter().map(|r| r.id.clone()).collect();
     let labelled = call.labelled(&reference)?;
-    let found_by_labels = !labelled.is_empty();
     for sandbox in labelled {
         if !ids.contains(&sandbox.sandbox_id) {
             ids.push(sandbox.sandbox_id);
         }
     }
-    if ids.is_empty() && !settled {
-        // Nothing known to remove, and nothing proves that no attempt made
-        // one: Kill answers only on terminal proof.
+    if ids.is_empty() && !settled && settled_receipt()?.is_none() {
+        // Nothing known to remove, and nothing says an attempt ended
+        // without one: Kill answers only on terminal proof.
         return Err(Error::ComputeUnconfirmed.into());
     }
     for id in &ids {
@@ -500,10 +509,9 @@ pub fn kill(reference: Reference) -> Result<Info, Failure> {
             return Err(Error::ComputeUnconfirmed.into());
         }
     }
-    // Settled only on a receipt this call read (the host checks it): the
-    // attempt ended, or its one resource-making request had landed.
-    let proved = settled || recorded.is_some() || (pending && found_by_labels);
-    Ok(absent(reference, proved))
+    // Settled only where the Create answered settled (the host checks the
+    // claim against its record of that answer).
+    Ok(absent(reference, settled))
 }
 
 pub fn run_command(reference: Reference, request: Command) -> Result<CommandResult, Error> {

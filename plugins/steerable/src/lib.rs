@@ -10,7 +10,11 @@
 //! `path`, `archive`) and answer its result as the provider id: a component
 //! that asks for whatever the contract lets it ask, so the tests can show
 //! the host refuses what it must. `run` creates a container, starts it and
-//! execs `args` in it, answering the command's stdout.
+//! execs `args` in it, answering the command's stdout; `plant-then-upload`
+//! does the same on a volume it creates (planting a link with `args`), then
+//! uploads `archive` at `path` into a second container on that volume and
+//! into the first; `make-then-upload` makes a volume and a container on it
+//! and uploads before any start, as the Docker adapter's Create does.
 //!
 //! `vendor` makes create, get-info, renew and kill the lifecycle of one
 //! sandbox of the contract suite's fake vendor API at `url`, over `http`;
@@ -27,7 +31,17 @@
 //!
 //! `http-fetch` and `http-stream` answer a GET's status and body (or the
 //! error), the second holding its response open while it sends another
-//! request.
+//! request; `method` and `body` make `http-fetch` another request.
+//! `http-flood` holds `count` requests to `url` open at once and answers
+//! how many the host let it open.
+//!
+//! `answer` answers the steered `answer` text as its provider id, and
+//! `log-steered` logs the steered `event` with the steered `fields`: what a
+//! component that learned a secret would try to pass on. With action
+//! `reach`, `decode-input` and the readiness probe try every capability
+//! (a POST to `url`, a Docker `version`, a receipt write): `decode-input`
+//! answers each outcome in its public object, the probe one diagnostic
+//! per refusal.
 //!
 //! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`).
 //!
@@ -74,6 +88,10 @@ struct Steering {
     working_dir: Option<String>,
     path: String,
     archive: Vec<u8>,
+    /// `plant-then-upload`: an archive uploaded at `setup_path` before the
+    /// container starts (a directory the runtime user may write).
+    setup: Vec<u8>,
+    setup_path: String,
     replay: bool,
     lie: String,
     cold_start: bool,
@@ -88,6 +106,14 @@ struct Steering {
     /// `table-flood`: how many pollables to hold; `log-flood`: how many
     /// events to log; `log-wide`: how many fields to log in one event.
     count: Option<u32>,
+    /// `http-fetch`: the method (default GET) and body to send.
+    method: Option<String>,
+    body: Option<String>,
+    /// `answer`: the provider id to answer.
+    answer: Option<String>,
+    /// `log-steered`: the event code and fields to log.
+    event: Option<String>,
+    fields: Vec<(String, String)>,
     /// Receipt actions (see `receipts.rs`).
     receipt_key: Option<String>,
     receipt_value: Option<String>,
@@ -121,9 +147,15 @@ fn steered_request(steering: &Steering, method: http::Method) -> Result<u16, Err
 /// response, sends a GET to `release_url` while it is open, then reads the
 /// streamed body to its end.
 fn fetched(steering: &Steering) -> String {
-    let mut request =
-        http::Request::new(http::Method::Get, steering.url.clone().unwrap_or_default());
+    let method = match steering.method.as_deref() {
+        Some("POST") => http::Method::Post,
+        Some("PUT") => http::Method::Put,
+        Some("DELETE") => http::Method::Delete,
+        _ => http::Method::Get,
+    };
+    let mut request = http::Request::new(method, steering.url.clone().unwrap_or_default());
     request.headers = steering.headers.clone();
+    request.body = steering.body.clone().unwrap_or_default().into_bytes();
     request.credential = steering.credential_header.clone().map(|name| {
         let header = http::CredentialHeader::new(name);
         match &steering.credential_field {
@@ -229,14 +261,45 @@ fn set(all: &mut [OperationDeclaration], operation: &str, support: Support) {
 
 impl exports::readiness::Guest for Steerable {
     fn probe() -> Vec<Diagnostic> {
-        match steering().action.as_str() {
+        let steering = steering();
+        match steering.action.as_str() {
             "unready" => vec![
                 Diagnostic::ProviderUnavailable,
                 Diagnostic::ImageUnavailable,
             ],
+            // A probe that tries to change things: each refusal is a
+            // diagnostic, so the test sees what the host let through.
+            "reach" => reach(&steering)
+                .into_iter()
+                .filter(|(_, outcome)| outcome != "ok")
+                .map(|_| Diagnostic::ProviderUnavailable)
+                .collect(),
             _ => Vec::new(),
         }
     }
+}
+
+/// Action `reach`: a POST to `url`, a Docker `version` and a receipt
+/// write, each with its outcome (`ok` or why not).
+fn reach(steering: &Steering) -> Vec<(String, String)> {
+    let mut post = http::Request::new(http::Method::Post, steering.url.clone().unwrap_or_default());
+    post.body = b"reach".to_vec();
+    let http = match http::send(&post) {
+        Ok(_) => "ok".to_string(),
+        Err(error) => format!("{error:?}"),
+    };
+    let docker = match docker::version() {
+        Ok(_) => "ok",
+        Err(docker::DockerError::Denied) => "Denied",
+        Err(_) => "failed",
+    }
+    .to_string();
+    let receipt = receipts::put_outcome("create_pending", b"planted");
+    vec![
+        ("http".into(), http),
+        ("docker".into(), docker),
+        ("receipt".into(), receipt),
+    ]
 }
 
 impl exports::declarations::Guest for Steerable {
@@ -392,6 +455,52 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
                     .and_then(completed),
             );
         }
+        // What the Docker adapter's Create does: a volume, a container on
+        // it, then `archive` uploaded at `path` before any start.
+        "make-then-upload" => {
+            let make = || -> Result<String, Error> {
+                docker::volume_create(&volume).map_err(from_docker)?;
+                let id = docker::container_create(&steered_spec(steering, &container))
+                    .map_err(from_docker)?;
+                docker::archive_upload(&id, &steering.path, &steering.archive)
+                    .map_err(from_docker)?;
+                Ok(id)
+            };
+            return Some(make());
+        }
+        // The planted-link attack in one call: a volume and a container on
+        // it (`setup` uploaded first), started, `args` run in it (to plant
+        // a link; failing, the answer is `runtime-not-running`), a second
+        // container on the same volume, then `archive` uploaded at `path`
+        // into the second and into the first. Answers each upload's
+        // outcome, `second,first` (`ok` or the error).
+        "plant-then-upload" => {
+            let plant = || -> Result<String, Error> {
+                docker::volume_create(&volume).map_err(from_docker)?;
+                let id = docker::container_create(&steered_spec(steering, &container))
+                    .map_err(from_docker)?;
+                docker::archive_upload(&id, &steering.setup_path, &steering.setup)
+                    .map_err(from_docker)?;
+                docker::container_start(&id).map_err(from_docker)?;
+                let planted = docker::exec(&id, &exec_spec(steering)).map_err(from_docker)?;
+                if planted.exit_code != Some(0) {
+                    return Err(Error::RuntimeNotRunning);
+                }
+                let second = docker::container_create(&steered_spec(
+                    steering,
+                    &format!("{container}-2"),
+                ))
+                .map_err(from_docker)?;
+                let upload = |into: &str| {
+                    match docker::archive_upload(into, &steering.path, &steering.archive) {
+                        Ok(()) => "ok".to_string(),
+                        Err(error) => format!("{:?}", from_docker(error)),
+                    }
+                };
+                Ok(format!("{},{}", upload(&second), upload(&id)))
+            };
+            return Some(plant());
+        }
         "run" => {
             let run = || -> Result<String, Error> {
                 let id = docker::container_create(&steered_spec(steering, &container))
@@ -464,6 +573,29 @@ fn act(steering: &Steering, allocation: Reference) -> Result<Info, Error> {
             Ok(info(allocation, Some(status.to_string())))
         }
         "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(steering)))),
+        "http-flood" => {
+            let request = http::Request::new(
+                http::Method::Get,
+                steering.url.clone().unwrap_or_default(),
+            );
+            let mut open = Vec::new();
+            for _ in 0..steering.count.unwrap_or(3_000) {
+                match http::open(&request) {
+                    Ok(response) => open.push(response),
+                    Err(_) => break,
+                }
+            }
+            Ok(info(allocation, Some(open.len().to_string())))
+        }
+        "answer" => Ok(info(allocation, steering.answer.clone())),
+        "log-steered" => {
+            log::emit(
+                log::Level::Info,
+                steering.event.as_deref().unwrap_or("steerable_event"),
+                &steering.fields,
+            );
+            Ok(info(allocation, Some(NATIVE_ID.into())))
+        }
         // Logs `count` (default ten thousand) events.
         "log-flood" => {
             for _ in 0..steering.count.unwrap_or(10_000) {
@@ -765,7 +897,17 @@ impl exports::configuration_adapter::Guest for Steerable {
         }
     }
     fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
-        if steering().action == "leak-secret" {
+        let steering = steering();
+        if steering.action == "reach" {
+            let outcomes: serde_json::Map<String, serde_json::Value> =
+                reach(&steering)
+                    .into_iter()
+                    .map(|(capability, outcome)| (capability, outcome.into()))
+                    .collect();
+            let public = serde_json::Value::Object(outcomes).to_string();
+            return Ok(Configuration { public, credential });
+        }
+        if steering.action == "leak-secret" {
             // The credential copied into the public object.
             let public = json_with_secret(&credential);
             return Ok(Configuration { public, credential });

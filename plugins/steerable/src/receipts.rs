@@ -31,6 +31,11 @@ fn outcome(result: Result<(), receipts::ReceiptsError>) -> String {
     result.map_or_else(error_name, |()| "ok".into())
 }
 
+/// Writes `key`: `ok` or the error's name.
+pub(crate) fn put_outcome(key: &str, value: &[u8]) -> String {
+    outcome(receipts::put(key, value))
+}
+
 /// The steered receipt action's outcome; `None` for other actions.
 pub(crate) fn act(steering: &Steering, allocation: &Reference) -> Option<String> {
     let key = steering

@@ -243,8 +243,17 @@ pub fn open(request: &Request) -> Result<Streaming, HttpError> {
     };
     let future = outgoing_handler::handle(outgoing, None)?;
     if let Some(body) = body {
-        write_body(&body, &request.body)?;
-        OutgoingBody::finish(body, None)?;
+        let written = write_body(&body, &request.body)
+            .and_then(|()| OutgoingBody::finish(body, None).map_err(HttpError::from));
+        if let Err(error) = written {
+            // The host may have refused the request before taking its
+            // body (nothing sent): its answer says so, not the write.
+            future.subscribe().block();
+            return Err(match future.get() {
+                Some(Ok(Err(code))) => code.into(),
+                _ => error,
+            });
+        }
     }
     future.subscribe().block();
     let response = match future.get() {

@@ -59,9 +59,11 @@ enum Cmd {
         #[command(flatten)]
         node: node::NodeArgs,
     },
-    /// Assemble the runtime's seccomp profile: verify the upstream Moby
-    /// profile against its pinned SHA-256, append the one project rule, and
-    /// write `seccomp.json` and `seccomp.LICENSE` into the output directory.
+    /// Assemble the runtime's seccomp profiles: verify the upstream Moby
+    /// profile against its pinned SHA-256 and write `seccomp.json` (upstream
+    /// as it is), `seccomp-nested.json` (with the one project rule appended,
+    /// for `nested_sandbox` policies only) and `seccomp.LICENSE` into the
+    /// output directory.
     Seccomp {
         /// The upstream `seccomp/default.json` (moby/profiles at the pinned commit).
         #[arg(long)]
@@ -108,8 +110,10 @@ async fn run(cli: Cli) -> Result<bool> {
             license,
             out,
         } => {
-            let (profile, notice) = oac_seccomp::assemble_files(&upstream, &license, &out)?;
-            println!("{}\n{}", profile.display(), notice.display());
+            let assembled = oac_seccomp::assemble_files(&upstream, &license, &out)?;
+            for path in [&assembled.profile, &assembled.nested, &assembled.license] {
+                println!("{}", path.display());
+            }
             Ok(true)
         }
         Cmd::Call { operation, node } => call(operation, node).await,

@@ -19,8 +19,9 @@ enum Effect {
 impl CallState {
     /// The Docker broker bound to this call's allocations and deadline,
     /// after showing the hook which function the component called on which
-    /// resource (before any policy decision). A change asked for in a call
-    /// that may only read is invalid before any request.
+    /// resource (before any policy decision). A pure call (configuration)
+    /// is denied everything; a change asked for in a call that may only
+    /// read is invalid before any request.
     fn docker(
         &self,
         function: &'static str,
@@ -33,10 +34,42 @@ impl CallState {
             .as_ref()
             .ok_or(docker::DockerError::Denied)?;
         broker.note_call(function, target);
+        if !self.scope.may_reach() {
+            return Err(docker::DockerError::Denied);
+        }
         if effect == Effect::Changes && !self.scope.may_change() {
             return Err(docker::DockerError::Invalid);
         }
-        Ok(broker.call(&self.scope, self.deadline, &self.proven))
+        Ok(broker.call(&self.scope, self.deadline, &self.proven, &self.fresh))
+    }
+}
+
+impl CallState {
+    /// Whether any of `texts` carries a secret of the call.
+    fn carries_secret<'a>(&mut self, texts: impl IntoIterator<Item = &'a String>) -> bool {
+        let secrets = self.secrets();
+        !secrets.is_empty()
+            && texts
+                .into_iter()
+                .any(|text| secrets.found_in(text.as_bytes()))
+    }
+
+    /// Whether the host sees anything of the call's allocation left on the
+    /// engine (a kind without Docker: nothing it can see), within the
+    /// call's deadline.
+    pub(crate) fn allocation_left(&self) -> impl Future<Output = bool> + Send + 'static {
+        let (capabilities, scope, deadline) =
+            (self.capabilities.clone(), self.scope.clone(), self.deadline);
+        async move {
+            let Some(broker) = &capabilities.docker else {
+                return false;
+            };
+            let (proven, fresh) = Default::default();
+            broker
+                .call(&scope, deadline, &proven, &fresh)
+                .anything_left()
+                .await
+        }
     }
 }
 
@@ -69,6 +102,13 @@ impl docker::Host for CallState {
         &mut self,
         spec: docker::ContainerSpec,
     ) -> Result<String, docker::DockerError> {
+        // A credential (the Create's daemon credential) travels only in a
+        // file or on stdin, never in what an inspection or `ps` shows.
+        let shown = spec.cmd.iter().chain(&spec.env).chain(&spec.working_dir);
+        if self.carries_secret(shown) {
+            self.docker("container-create", &spec.name, Effect::Changes)?;
+            return Err(docker::DockerError::Invalid);
+        }
         self.docker("container-create", &spec.name, Effect::Changes)?
             .container_create(&spec)
             .await
@@ -130,6 +170,10 @@ impl docker::Host for CallState {
         container: String,
         spec: docker::ExecSpec,
     ) -> Result<docker::ExecOutput, docker::DockerError> {
+        if self.carries_secret(spec.args.iter().chain(&spec.working_dir)) {
+            self.docker("exec", &container, Effect::Changes)?;
+            return Err(docker::DockerError::Invalid);
+        }
         self.docker("exec", &container, Effect::Changes)?
             .exec(&container, &spec)
             .await

@@ -7,6 +7,7 @@
 
 mod archive;
 mod engine;
+mod fresh;
 pub(crate) mod imports;
 pub mod inspection;
 pub mod policy;
@@ -25,6 +26,7 @@ use bollard_stubs::models::{
     VolumeCreateRequest, VolumeListResponse,
 };
 use engine::{Body, Engine, EngineError};
+pub(crate) use fresh::Fresh;
 use hyper::Method;
 use inspection::InspectedContainer;
 use policy::ContainerPolicy;
@@ -178,12 +180,14 @@ impl DockerBroker {
         scope: &'a CallScope,
         deadline: Instant,
         proven: &'a ProvenContainers,
+        fresh: &'a Fresh,
     ) -> DockerCall<'a> {
         DockerCall {
             broker: self,
             scope,
             deadline,
             proven,
+            fresh,
         }
     }
 }
@@ -209,6 +213,7 @@ pub(crate) struct DockerCall<'a> {
     scope: &'a CallScope,
     deadline: Instant,
     proven: &'a ProvenContainers,
+    fresh: &'a Fresh,
 }
 
 impl DockerCall<'_> {
@@ -490,6 +495,7 @@ impl DockerCall<'_> {
             return Err(DockerError::Unconfirmed);
         }
         self.verify_created(&created.id, &request).await?;
+        self.fresh.container_created(&created.id, request.volumes());
         Ok(created.id)
     }
 
@@ -570,6 +576,7 @@ impl DockerCall<'_> {
     /// Starts an owned container that carries the policy.
     pub async fn container_start(&self, input: &str) -> Result<(), DockerError> {
         let (id, _) = self.proven(input, true).await?;
+        self.fresh.started(&id);
         self.send(
             DockerAction::ContainerStart,
             &id,
@@ -692,6 +699,17 @@ impl DockerCall<'_> {
         Ok(names)
     }
 
+    /// Whether anything of this call's allocation is left on the engine:
+    /// a container or volume carrying all four of its labels. What the
+    /// host checks itself after a Kill answered absence; an engine that
+    /// does not answer counts as something left.
+    pub async fn anything_left(&self) -> bool {
+        match (self.container_list().await, self.volume_list().await) {
+            (Ok(containers), Ok(volumes)) => !containers.is_empty() || !volumes.is_empty(),
+            _ => true,
+        }
+    }
+
     /// Creates a local volume labelled for this call's allocation. The
     /// engine answers an existing volume of the name instead of creating
     /// one, so the answer is checked: anything but this allocation's
@@ -701,6 +719,14 @@ impl DockerCall<'_> {
             return Err(DockerError::Invalid);
         }
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
+        // The engine answers an existing volume as if it made it: only one
+        // not there before is this call's own fresh volume (and a foreign
+        // one is never asked for).
+        let existed = match self.owned_volume(name).await {
+            Ok(()) => true,
+            Err(DockerError::NotFound) => false,
+            Err(error) => return Err(error),
+        };
         let request = VolumeCreateRequest {
             name: Some(name.to_string()),
             driver: Some("local".into()),
@@ -722,6 +748,9 @@ impl DockerCall<'_> {
         self.shown(&created.labels, &decided);
         relabel(&mut created.labels, &decided);
         if created.name == name && self.volume_is_ours(&created) {
+            if !existed {
+                self.fresh.volume_created(name);
+            }
             Ok(())
         } else {
             Err(DockerError::Ownership)
@@ -742,7 +771,8 @@ impl DockerCall<'_> {
     }
 
     /// Extracts the host's canonical rewrite of `archive` at `path`, which
-    /// must lie in one of the container's volume mounts.
+    /// must lie in one of the container's volume mounts, of a container
+    /// this call made on volumes it made and has not started ([`Fresh`]).
     pub async fn archive_upload(
         &self,
         input: &str,
@@ -762,6 +792,11 @@ impl DockerCall<'_> {
             .iter()
             .any(|target| request::is_at_or_below(path, target));
         if !in_volume {
+            return Err(DockerError::Invalid);
+        }
+        // Only where nothing can have planted a link ([`Fresh`]).
+        if !self.fresh.is_fresh(&id) {
+            tracing::info!(event = "archive_refused", rule = "container_not_fresh");
             return Err(DockerError::Invalid);
         }
         self.send(

@@ -147,6 +147,12 @@ fn is_network_name(network: &str) -> bool {
         && network != "host"
 }
 
+/// Whether a profile (already [confining](is_confining_profile)) lets a
+/// container build nested sandboxes ([`oac_seccomp::allows_nesting`]).
+fn allows_nesting(profile: &str) -> bool {
+    serde_json::from_str(profile).is_ok_and(|profile| oac_seccomp::allows_nesting(&profile))
+}
+
 /// A profile is a JSON object whose default action denies: an allow-all or
 /// log-only default would be no confinement at all.
 fn is_confining_profile(profile: &str) -> bool {
@@ -172,6 +178,12 @@ impl ContainerPolicy {
             return Err(PolicyError("network"));
         }
         if !is_confining_profile(&seccomp_profile) {
+            return Err(PolicyError("seccomp_profile"));
+        }
+        // New namespaces, mounts and pivot_root are for nested sandboxes
+        // only: without `nested_sandbox`, a profile that allows them (the
+        // nested profile, or one like it) is refused.
+        if !settings.nested_sandbox && allows_nesting(&seccomp_profile) {
             return Err(PolicyError("seccomp_profile"));
         }
         let cpus = settings.cpus;
@@ -1011,5 +1023,25 @@ mod tests {
                 "{field}"
             );
         }
+    }
+
+    #[test]
+    fn a_profile_allowing_new_namespaces_needs_nested_sandbox() {
+        let mut nesting: serde_json::Value = serde_json::from_str(PROFILE).expect("json");
+        nesting["syscalls"]
+            .as_array_mut()
+            .expect("list")
+            .push(oac_seccomp::appended_rule());
+        let nesting = nesting.to_string();
+        assert_eq!(
+            ContainerPolicy::new(&settings(), nesting.clone()),
+            Err(PolicyError("seccomp_profile"))
+        );
+        let nested = PolicySettings {
+            nested_sandbox: true,
+            ..settings()
+        };
+        assert!(ContainerPolicy::new(&nested, nesting).is_ok());
+        assert!(ContainerPolicy::new(&settings(), PROFILE.into()).is_ok());
     }
 }

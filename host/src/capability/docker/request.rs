@@ -17,6 +17,12 @@ pub const MAX_MOUNTS: usize = 16;
 pub const MAX_EXTRA_HOSTS: usize = 64;
 /// Largest number of exec arguments.
 pub const MAX_EXEC_ARGS: usize = 4096;
+/// Most bytes of a container's command, environment and working directory
+/// together, as JSON text (escapes counted): an inspection shows the
+/// command twice and the environment once, beside the seccomp profile,
+/// and must still fit the host's 4 MiB bound on an engine answer, or the
+/// host could never verify, nor so remove, the container.
+pub const MAX_SPEC_TEXT_BYTES: usize = 512 << 10;
 /// Largest container path.
 const MAX_PATH_BYTES: usize = 4096;
 /// Container paths a volume may never be mounted at or below.
@@ -157,6 +163,16 @@ impl ContainerRequest {
             .is_some_and(|dir| !is_container_path(dir))
         {
             return Err(Invalid("working-dir"));
+        }
+        let text: usize = spec
+            .cmd
+            .iter()
+            .chain(&spec.env)
+            .chain(&spec.working_dir)
+            .map(|text| serde_json::to_string(text).map_or(usize::MAX, |json| json.len()))
+            .fold(0, usize::saturating_add);
+        if text > MAX_SPEC_TEXT_BYTES {
+            return Err(Invalid("cmd and env size"));
         }
         if spec.mounts.len() > MAX_MOUNTS {
             return Err(Invalid("mounts"));
@@ -310,6 +326,15 @@ mod tests {
             (Box::new(|s| s.cmd = vec!["a\0b".into()]), "cmd"),
             (Box::new(|s| s.cmd = vec!["x".into(); MAX_LIST + 1]), "cmd"),
             (Box::new(|s| s.env = vec!["NOVALUE".into()]), "env"),
+            // 8 MiB of legal environment, or escapes that grow as JSON.
+            (
+                Box::new(|s| s.env = vec![format!("A={}", "x".repeat(32_000)); 256]),
+                "cmd and env size",
+            ),
+            (
+                Box::new(|s| s.cmd = vec!["\u{1}".repeat(16_000); 8]),
+                "cmd and env size",
+            ),
             (Box::new(|s| s.env = vec!["=x".into()]), "env"),
             (
                 Box::new(|s| s.working_dir = Some("relative".into())),

@@ -62,10 +62,20 @@ pub fn steerable(kind: &str) -> Registration {
     }
 }
 
-/// The assembled seccomp profile (from the upstream copy beside the repo,
-/// or `OAC_SECCOMP_UPSTREAM`).
+/// The assembled seccomp profile without nesting (from the upstream copy
+/// beside the repo, or `OAC_SECCOMP_UPSTREAM`).
 pub fn seccomp_profile() -> String {
-    oac_fixtures::seccomp_profile::runtime_profile()
+    seccomp_profile_for(false)
+}
+
+/// The assembled profile for a policy with or without `nested_sandbox`.
+pub fn seccomp_profile_for(nested_sandbox: bool) -> String {
+    let profile = if nested_sandbox {
+        oac_fixtures::seccomp_profile::nested_profile()
+    } else {
+        oac_fixtures::seccomp_profile::runtime_profile()
+    };
+    profile
         .expect("upstream seccomp profile beside the repository")
         .to_string()
 }

@@ -1,0 +1,232 @@
+//! Evidence is what the host recorded or saw itself, never what a component
+//! wrote: a `create-settled` claim from GetInfo, Renew or Kill stands only
+//! on the host's record of a Create's own settled answer, and agrees with
+//! it; a Docker kind's absence after Kill is checked on the engine. The
+//! steerable component plays the hostile adapter, through real Wasm.
+
+use crate::support::*;
+use sandbox_host::host::Connect;
+use sandbox_host::types::{Bootstrap, Error, Info, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::{Budget, Host, ReceiptStore, Registration};
+use serde_json::{Value, json};
+
+fn reference(allocation: &str) -> Reference {
+    Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: allocation.into(),
+    }
+}
+
+fn bootstrap(allocation: &str) -> Bootstrap {
+    Bootstrap {
+        reference: reference(allocation),
+        session_id: "session".into(),
+        device_id: "device-1".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "daemon-credential-0123".into(),
+        harness: "harness-a".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    }
+}
+
+fn budget(ms: u32) -> Budget {
+    Budget::from_millis(ms).expect("budget")
+}
+
+/// The builtin direct steerable row (receipts granted).
+fn direct_row() -> Registration {
+    let row = sandbox_host::registry::builtin()
+        .into_iter()
+        .find(|row| row.kind == "steerable-direct")
+        .expect("the builtin table has the steerable-direct kind");
+    Registration {
+        kind: "recorded".into(),
+        ..row
+    }
+}
+
+/// The direct kind steered by `steering` over `store` (one host per
+/// steering, as a node restarted with another configuration would be).
+async fn on(store: &ReceiptStore, steering: Value) -> Host {
+    let mut binding = binding(None, steering);
+    binding.receipts = Some(store.clone());
+    load_one(direct_row(), binding, Connect::Capabilities)
+        .await
+        .expect("loads")
+}
+
+async fn get_info(store: &ReceiptStore, steering: Value, allocation: &str) -> Result<Info, Error> {
+    on(store, steering)
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .get_info(reference(allocation), budget(5_000))
+        .await
+}
+
+fn store() -> ReceiptStore {
+    ReceiptStore::open(&tempfile::tempdir().expect("dir").keep()).expect("store")
+}
+
+/// The attack: a Create writes its "pending" receipt and never answers
+/// (unknown); a later GetInfo reads that receipt and claims settled
+/// absence. Nothing the host recorded says the Create settled, so the
+/// claim is the unknown outcome, and so is a claim resting on a receipt a
+/// GetInfo planted itself.
+#[tokio::test]
+async fn a_components_own_receipt_is_no_evidence() {
+    let store = store();
+    let crashed = on(&store, json!({ "action": "receipt-then-loop" }))
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .create(bootstrap("a"), budget(300))
+        .await;
+    assert_eq!(crashed.map_err(|f| f.error), Err(Error::ComputeUnconfirmed));
+    let claimed = get_info(&store, json!({ "action": "receipt-settled-absence" }), "a").await;
+    assert_eq!(
+        claimed,
+        Err(Error::ComputeUnconfirmed),
+        "read the pending receipt"
+    );
+    let planted = get_info(
+        &store,
+        json!({ "action": "receipt-settled-absence", "receipt_key": "create_settled",
+                "receipt_value": "forge" }),
+        "b",
+    )
+    .await;
+    assert_eq!(planted, Err(Error::ComputeUnconfirmed), "planted its own");
+}
+
+/// What a Create answered settled is what later claims must agree with.
+#[tokio::test]
+async fn a_later_claim_stands_on_the_hosts_record_of_the_create_and_agrees_with_it() {
+    let store = store();
+    // Create refused at once: settled absence, recorded by the host.
+    let refused = on(&store, json!({ "action": "failure-settled-absent" }))
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .create(bootstrap("refused"), budget(5_000))
+        .await;
+    assert!(
+        matches!(&refused, Err(f) if f.info.as_ref().is_some_and(|i| i.create_settled)),
+        "{refused:?}"
+    );
+    let absence = get_info(
+        &store,
+        json!({ "action": "receipt-settled-absence" }),
+        "refused",
+    )
+    .await
+    .expect("settled absence, as recorded");
+    assert!(absence.create_settled && absence.state == LifecycleState::Absent);
+    // Compute where the record says the Create made none: unknown.
+    assert_eq!(
+        get_info(
+            &store,
+            json!({ "action": "settle-on-observation" }),
+            "refused"
+        )
+        .await,
+        Err(Error::ComputeUnconfirmed)
+    );
+
+    // Create ended with compute `native-1`, settled.
+    let created = on(&store, json!({ "action": "settle-on-observation" }))
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .create(bootstrap("made"), budget(5_000))
+        .await
+        .expect("created, settled");
+    assert_eq!(created.provider_id.as_deref(), Some("native-1"));
+    let again = get_info(&store, json!({ "action": "settle-on-observation" }), "made")
+        .await
+        .expect("the recorded compute, settled");
+    assert_eq!(again.provider_id.as_deref(), Some("native-1"));
+}
+
+/// A record survives the host: a node restarted on the same store still
+/// has it (the suite's `receipts.restart` case, through the host alone).
+#[tokio::test]
+async fn the_record_survives_reopening_the_store() {
+    let dir = tempfile::tempdir().expect("dir").keep();
+    {
+        let store = ReceiptStore::open(&dir).expect("store");
+        on(&store, json!({ "action": "settle-on-observation" }))
+            .await
+            .kind("recorded")
+            .expect("kind")
+            .create(bootstrap("kept"), budget(5_000))
+            .await
+            .expect("created");
+    }
+    let store = ReceiptStore::open(&dir).expect("reopened");
+    let info = get_info(&store, json!({ "action": "settle-on-observation" }), "kept")
+        .await
+        .expect("settled on the kept record");
+    assert!(info.create_settled);
+}
+
+/// The attack: Kill answers absence while the allocation's container (or
+/// volume) still exists. The host lists what carries the allocation's
+/// labels and answers unknown; with nothing left the absence stands.
+#[tokio::test]
+async fn kill_absence_is_checked_on_the_engine() {
+    let engine = FakeEngine::start().await;
+    engine.insert_image("oac-test-runtime:test", NO_IMAGE);
+    let host = |steering: Value| {
+        let socket = engine.socket.clone();
+        async move {
+            load_one(
+                steerable("steerable"),
+                binding(Some(socket), steering),
+                Connect::Capabilities,
+            )
+            .await
+            .expect("loads")
+        }
+    };
+    let make = |allocation: &'static str, steering: Value| {
+        let host = host(steering);
+        async move {
+            host.await
+                .kind("steerable")
+                .expect("kind")
+                .get_info(reference(allocation), budget(5_000))
+                .await
+                .expect("made")
+        }
+    };
+    make(
+        "with-container",
+        json!({ "action": "container-create", "container": "oac-left" }),
+    )
+    .await;
+    make(
+        "with-volume",
+        json!({ "action": "volume-create", "volume": "oac-left-volume" }),
+    )
+    .await;
+    // Steered to do nothing, Kill answers absence.
+    let killer = host(json!({})).await;
+    let kind = killer.kind("steerable").expect("kind");
+    for allocation in ["with-container", "with-volume"] {
+        assert_eq!(
+            kind.kill(reference(allocation), budget(5_000))
+                .await
+                .map_err(|f| f.error),
+            Err(Error::ComputeUnconfirmed),
+            "{allocation}: absence with resources left"
+        );
+    }
+    let nothing = kind
+        .kill(reference("nothing"), budget(5_000))
+        .await
+        .expect("nothing is left");
+    assert_eq!(nothing.state, LifecycleState::Absent);
+}
