@@ -1,12 +1,19 @@
 //! One operation in one fresh instance, under a budget: the epoch deadline
 //! bounds guest CPU, store limits bound memory, and a timeout around the
 //! whole call bounds time spent in host imports. Nothing is retried.
+//!
+//! When the budget ends, the outcome is unknown, but a native request
+//! already sent may still act: an engine or vendor does what it was asked
+//! whether or not anyone waits. So the call goes on until no request of it
+//! is in flight (the guest itself never runs again: the epoch check
+//! interrupts it, and the boundary sends nothing new), for at most
+//! [`MAX_OVERRUN`]; its caller holds the allocation's turn until then.
 
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
 use crate::exports::{Exports, Prepared};
 use crate::state::CallState;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Why a call ended without the component's answer. Every case means the
@@ -15,6 +22,8 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 pub enum Aborted {
     /// The budget ran out (guest CPU or waiting on a capability).
     Expired,
+    /// The guest used the kind's CPU time per call.
+    CpuLimit,
     /// The instance exceeded its memory limit.
     OutOfMemory,
     /// The guest trapped (panic, unreachable, …).
@@ -28,6 +37,7 @@ impl Aborted {
     pub fn code(self) -> &'static str {
         match self {
             Aborted::Expired => "budget_expired",
+            Aborted::CpuLimit => "cpu_limit",
             Aborted::OutOfMemory => "memory_limit",
             Aborted::Trapped => "trapped",
             Aborted::Unavailable => "instance_unavailable",
@@ -36,9 +46,11 @@ impl Aborted {
 }
 
 /// Exceeding the memory limit surfaces as a plain error, not a `Trap`, so
-/// the limiter's own record decides that case.
-fn classify(error: &wasmtime::Error, memory_exhausted: bool) -> Aborted {
+/// the limiter's own record decides that case; an interrupt is the CPU
+/// limit when the epoch callback said so.
+fn classify(error: &wasmtime::Error, memory_exhausted: bool, cpu_spent: bool) -> Aborted {
     match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) if cpu_spent => Aborted::CpuLimit,
         Some(Trap::Interrupt) => Aborted::Expired,
         _ if memory_exhausted => Aborted::OutOfMemory,
         _ => Aborted::Trapped,
@@ -53,13 +65,19 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool) -> Aborted {
 /// far less of its own memory).
 pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
 
+/// The longest native work in flight at a call's deadline is waited for
+/// (the longest budget a call may have); past it the host gives up on it,
+/// and says so in its log.
+pub const MAX_OVERRUN: Duration = Duration::from_millis(oac_contract::bounds::MAX_BUDGET_MS as u64);
+
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
-/// `deadline`, and drops the instance.
+/// `deadline` (native requests in flight then to theirs), and drops the
+/// instance.
 pub async fn run<R>(
     pre: &Prepared,
     capabilities: SharedCapabilities,
     scope: CallScope,
-    max_memory_bytes: usize,
+    policy: &crate::registry::Policy,
     deadline: Instant,
     call: impl AsyncFnOnce(&Exports, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> Result<R, Aborted> {
@@ -69,7 +87,7 @@ pub async fn run<R>(
     }
     let mut store = Store::new(
         pre.engine(),
-        CallState::new(capabilities, scope, deadline, max_memory_bytes),
+        CallState::new(capabilities, scope, deadline, policy.max_memory_bytes),
     );
     store.limiter(|state| &mut state.limits);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
@@ -78,14 +96,28 @@ pub async fn run<R>(
     // hostage; once the deadline has passed it is interrupted. Tokio's own
     // yield wakes the task only after its poll, so the node's connection
     // task (`own_wakes`) yields for real instead of polling again.
+    //
+    // Each callback is a tick the guest ran into: their count is its CPU
+    // time, within a tick, and past the kind's bound it is interrupted
+    // too (time spent waiting in host calls crosses no tick of its own).
+    let cpu_ticks = policy
+        .max_guest_cpu_ms
+        .div_ceil(crate::loader::EPOCH_TICK.as_millis().max(1) as u32);
+    let mut ticks = 0u32;
     store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
+    store.epoch_deadline_callback(move |mut state| {
+        ticks = ticks.saturating_add(1);
+        if ticks > cpu_ticks {
+            state.data_mut().cpu_spent = true;
+            return Ok(UpdateDeadline::Interrupt);
+        }
         Ok(if Instant::now() >= deadline {
             UpdateDeadline::Interrupt
         } else {
             UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
     });
+    let in_flight = store.data().in_flight.clone();
     let work = async {
         let provider = pre
             .instantiate(&mut store)
@@ -95,14 +127,43 @@ pub async fn run<R>(
             .await
             .map_err(|error| (error, false))
     };
-    let outcome = tokio::time::timeout_at(deadline.into(), work).await;
-    let exhausted = store.data().limits.exhausted;
+    let outcome = {
+        let mut work = std::pin::pin!(work);
+        match tokio::time::timeout_at(deadline.into(), work.as_mut()).await {
+            Ok(outcome) => Some(outcome),
+            Err(_) => {
+                // Unknown, whatever comes now: drive the call only until
+                // no native request of it is in flight.
+                let drained = async {
+                    tokio::select! {
+                        _ = work.as_mut() => {}
+                        () = in_flight.idle() => {}
+                    }
+                };
+                overrun(drained).await;
+                None
+            }
+        }
+    };
+    // Requests that run in tasks of their own (HTTP) are waited for too.
+    overrun(in_flight.idle()).await;
+    let (exhausted, cpu_spent) = (store.data().limits.exhausted, store.data().cpu_spent);
     match outcome {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err((error, instantiating))) => match classify(&error, exhausted) {
+        Some(Ok(answer)) => Ok(answer),
+        Some(Err((error, instantiating))) => match classify(&error, exhausted, cpu_spent) {
             Aborted::Trapped if instantiating => Err(Aborted::Unavailable),
             aborted => Err(aborted),
         },
-        Err(_) => Err(Aborted::Expired),
+        None => Err(Aborted::Expired),
+    }
+}
+
+/// Waits for `work` for at most [`MAX_OVERRUN`].
+async fn overrun(work: impl Future<Output = ()>) {
+    if tokio::time::timeout(MAX_OVERRUN, work).await.is_err() {
+        tracing::warn!(
+            event = "native_work_abandoned",
+            "native requests still in flight long after the call's budget; no longer waited for"
+        );
     }
 }

@@ -268,7 +268,7 @@ impl Host {
             &loaded.pre,
             denied.clone(),
             CallScope::pure(),
-            registration.policy.max_memory_bytes,
+            &registration.policy,
             deadline,
             async |provider, store| {
                 provider
@@ -302,7 +302,7 @@ impl Host {
             &loaded.pre,
             denied.clone(),
             CallScope::pure(),
-            registration.policy.max_memory_bytes,
+            &registration.policy,
             budget.deadline_from_now(),
             async |provider, store| {
                 provider

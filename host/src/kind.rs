@@ -182,14 +182,17 @@ impl Kind {
         let permit = permit.map_err(|_| Aborted::Unavailable)?;
         let pre = self.pre.clone();
         let capabilities = self.capabilities.clone();
-        let max_memory_bytes = self.registration.policy.max_memory_bytes;
-        let outcome = RunsToEnd::new(async move {
+        let policy = self.registration.policy.clone();
+        // The caller's answer comes at the deadline; the call itself goes on
+        // holding the turn until its native work in flight has ended
+        // ([`call`]).
+        let running = RunsToEnd::new(async move {
             let held = (fenced, turn, permit);
             let outcome = call::run(
                 &pre,
                 capabilities,
                 scope,
-                max_memory_bytes,
+                &policy,
                 deadline,
                 async move |provider, store| call(provider, store).await,
             )
@@ -203,8 +206,10 @@ impl Kind {
             }
             drop(held);
             outcome
-        })
-        .await;
+        });
+        let outcome = tokio::time::timeout_at(deadline.into(), running)
+            .await
+            .unwrap_or(Err(Aborted::Expired));
         if let Err(aborted) = &outcome {
             tracing::warn!(kind = %self.registration.kind, outcome = aborted.code(), "call aborted");
         }

@@ -94,6 +94,10 @@ pub struct Policy {
     pub max_memory_bytes: usize,
     /// Operations of this kind allowed in flight at once.
     pub max_concurrent_calls: u32,
+    /// Guest CPU time one call may use, in milliseconds, whatever its
+    /// budget: a component spinning in a long budget ends here (time it
+    /// waits on native requests does not count).
+    pub max_guest_cpu_ms: u32,
 }
 
 impl Default for Policy {
@@ -102,6 +106,7 @@ impl Default for Policy {
             default_budget_ms: 30_000,
             max_memory_bytes: 64 << 20,
             max_concurrent_calls: 64,
+            max_guest_cpu_ms: 10_000,
         }
     }
 }
@@ -378,6 +383,9 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     }
     if !(1..=1024).contains(&policy.max_concurrent_calls) {
         return invalid("policy.max_concurrent_calls");
+    }
+    if !(1..=oac_contract::bounds::MAX_BUDGET_MS).contains(&policy.max_guest_cpu_ms) {
+        return invalid("policy.max_guest_cpu_ms");
     }
     let artifacts_ok = registration
         .node_artifacts
@@ -689,6 +697,16 @@ mod tests {
                     ..row()
                 },
                 "policy.max_concurrent_calls",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        max_guest_cpu_ms: 0,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.max_guest_cpu_ms",
             ),
             (
                 Registration {

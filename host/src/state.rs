@@ -40,6 +40,10 @@ pub(crate) struct CallState {
     /// What this call made that nothing has run in yet (uploads go only
     /// there).
     pub(crate) fresh: crate::capability::docker::Fresh,
+    /// The guest used the kind's CPU time per call (see [`crate::call`]).
+    pub(crate) cpu_spent: bool,
+    /// The call's native requests in flight (they run to their end).
+    pub(crate) in_flight: crate::capability::boundary::InFlight,
 }
 
 impl CallState {
@@ -50,6 +54,7 @@ impl CallState {
         deadline: Instant,
         max_memory_bytes: usize,
     ) -> Self {
+        let in_flight = crate::capability::boundary::InFlight::default();
         Self {
             wasi: WasiCtx::builder().build(),
             table: {
@@ -73,6 +78,7 @@ impl CallState {
                 capabilities.clone(),
                 deadline,
                 scope.access(),
+                in_flight.clone(),
             ),
             scope,
             capabilities,
@@ -81,6 +87,8 @@ impl CallState {
             call_secrets: None,
             proven: Default::default(),
             fresh: Default::default(),
+            in_flight,
+            cpu_spent: false,
         }
     }
 }

@@ -252,6 +252,57 @@ pub(crate) enum Crossing<E> {
     Native(E),
 }
 
+/// The native requests of one call still in flight. A request the
+/// component sent may act whether or not anyone waits for its answer, so
+/// when a call's budget ends the host keeps the call (and its allocation's
+/// turn) until none is left ([`crate::call`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InFlight(Arc<Requests>);
+
+#[derive(Debug, Default)]
+struct Requests {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One request in flight, counted until dropped.
+struct Flying(InFlight);
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        let requests = &(self.0).0;
+        if requests
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
+            requests.idle.notify_waiters();
+        }
+    }
+}
+
+impl InFlight {
+    fn enter(&self) -> Flying {
+        self.0
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Flying(self.clone())
+    }
+
+    /// Returns once no request of the call is in flight.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.0.idle.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.0.count.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// The boundary of one node binding: its hook.
 #[derive(Clone, Default)]
 pub(crate) struct Boundary {
@@ -294,12 +345,15 @@ impl Boundary {
     }
 
     /// Sends one request within `deadline`, applying the decided fault. A
-    /// request is never sent once the deadline has passed; one cut off by
-    /// it is lost. Nothing is retried.
+    /// request is never sent once the deadline has passed; one in flight
+    /// then runs to its end (the engine or vendor may act on it whether or
+    /// not anyone waits, so the call keeps its allocation's turn until it
+    /// has: see [`crate::call`]) and is reported lost. Nothing is retried.
     pub(crate) async fn dispatch<T, E>(
         &self,
         decided: &Decided,
         deadline: Instant,
+        in_flight: &InFlight,
         sending: impl Future<Output = Result<T, E>>,
     ) -> Result<T, Crossing<E>> {
         if Instant::now() >= deadline || decided.fault == Some(Fault::FailBeforeDispatch) {
@@ -308,9 +362,12 @@ impl Boundary {
         if decided.request.is_removal() && decided.fault == Some(Fault::FailCleanup) {
             return Err(Crossing::CleanupFailed);
         }
-        let outcome = tokio::time::timeout_at(deadline.into(), sending).await;
+        let outcome = {
+            let _flying = in_flight.enter();
+            sending.await
+        };
         if let Some(hook) = &self.hook {
-            hook.on_response(&decided.request, matches!(outcome, Ok(Ok(_))));
+            hook.on_response(&decided.request, outcome.is_ok());
         }
         match decided.fault {
             Some(Fault::LoseResponse) => return Err(Crossing::Lost),
@@ -320,10 +377,10 @@ impl Boundary {
             }
             _ => {}
         }
-        match outcome {
-            Ok(result) => result.map_err(Crossing::Native),
-            Err(_) => Err(Crossing::Lost),
+        if Instant::now() >= deadline {
+            return Err(Crossing::Lost);
         }
+        outcome.map_err(Crossing::Native)
     }
 }
 
@@ -352,7 +409,7 @@ mod tests {
         let decided = boundary.decide(action, "x", false);
         let deadline = Instant::now() + Duration::from_millis(50);
         let outcome = boundary
-            .dispatch(&decided, deadline, async {
+            .dispatch(&decided, deadline, &InFlight::default(), async {
                 sent.store(true, std::sync::atomic::Ordering::SeqCst);
                 Ok::<u8, ()>(7)
             })
@@ -389,6 +446,48 @@ mod tests {
             );
         }
         assert_eq!(send(Some(Fault::FailCleanup), post).await, (Ok(7), true));
+    }
+
+    #[tokio::test]
+    async fn a_request_in_flight_at_the_deadline_runs_to_its_end_and_is_lost() {
+        let boundary = boundary(None);
+        let decided = boundary.decide(Action::Docker(DockerAction::ContainerCreate), "x", false);
+        let finished = std::sync::atomic::AtomicBool::new(false);
+        let deadline = Instant::now() + Duration::from_millis(20);
+        let in_flight = InFlight::default();
+        let outcome = boundary
+            .dispatch(&decided, deadline, &in_flight, async {
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                finished.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok::<u8, ()>(7)
+            })
+            .await;
+        assert_eq!(outcome, Err(Crossing::Lost));
+        assert!(
+            finished.load(std::sync::atomic::Ordering::SeqCst),
+            "ran to its end"
+        );
+        in_flight.idle().await;
+    }
+
+    #[tokio::test]
+    async fn idle_waits_for_the_last_request_in_flight() {
+        let in_flight = InFlight::default();
+        in_flight.idle().await;
+        let flying = in_flight.enter();
+        let second = in_flight.enter();
+        let waiting = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move { in_flight.idle().await }
+        });
+        drop(flying);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "one still in flight");
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("idle")
+            .expect("joined");
     }
 
     #[test]

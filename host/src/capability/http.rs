@@ -28,7 +28,7 @@
 //! `connection-timeout`, `connection-read-timeout`).
 
 use crate::capability::SharedCapabilities;
-use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction};
+use crate::capability::boundary::{Action, Boundary, Crossing, Decided, HttpAction, InFlight};
 use crate::capability::scope::Access;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -245,6 +245,7 @@ impl HttpBroker {
         &self,
         admitted: Admitted,
         deadline: Instant,
+        in_flight: &InFlight,
     ) -> Result<http::Response<wasmtime_wasi_http::WasiBody>, HttpError> {
         let Admitted {
             head,
@@ -272,7 +273,7 @@ impl HttpBroker {
         let sending = self.client.execute(request);
         let response = self
             .boundary
-            .dispatch(&decided, deadline, sending)
+            .dispatch(&decided, deadline, in_flight, sending)
             .await
             .map_err(|crossing| match crossing {
                 Crossing::NotSent | Crossing::CleanupFailed => HttpError::ConnectionRefused,
@@ -510,11 +511,18 @@ pub(crate) struct CallHttp {
     /// The call's open requests ([`MAX_OPEN_REQUESTS_PER_CALL`]).
     open: Arc<tokio::sync::Semaphore>,
     held: HeldBodies,
+    /// The call's native requests in flight.
+    in_flight: InFlight,
 }
 
 impl CallHttp {
     /// Hooks for a call that ends by `deadline`.
-    pub(crate) fn new(capabilities: SharedCapabilities, deadline: Instant, access: Access) -> Self {
+    pub(crate) fn new(
+        capabilities: SharedCapabilities,
+        deadline: Instant,
+        access: Access,
+        in_flight: InFlight,
+    ) -> Self {
         Self {
             credential: capabilities.credential(),
             secrets: capabilities.secrets(),
@@ -523,6 +531,7 @@ impl CallHttp {
             access,
             open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_CALL)),
             held: HeldBodies::default(),
+            in_flight,
         }
     }
 
@@ -725,9 +734,20 @@ impl WasiHttpHooks for CallHttp {
     > {
         let admitted = self.admit(request);
         let capabilities = self.capabilities.clone();
-        let deadline = self.deadline;
+        let (deadline, in_flight) = (self.deadline, self.in_flight.clone());
+        // A task of its own, not the guest's: once sent, the request runs
+        // to its end even when the call stops waiting for it (the call then
+        // keeps its allocation's turn until it has, see `crate::call`).
+        let exchange = tokio::spawn(async move {
+            capabilities
+                .http
+                .exchange(admitted?, deadline, &in_flight)
+                .await
+        });
         Box::new(async move {
-            let response = capabilities.http.exchange(admitted?, deadline).await?;
+            let response = exchange
+                .await
+                .map_err(|_| HttpError::ConnectionTerminated)??;
             let done: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
                 Box::new(async { Ok(()) });
             Ok((response, done))

@@ -8,7 +8,7 @@
 //! allocation's records.
 
 use crate::bindings::oac::sandbox_provider::receipts::{self, ReceiptsError};
-use crate::capability::boundary::{Action, Boundary, Crossing, ReceiptAction};
+use crate::capability::boundary::{Action, Boundary, Crossing, InFlight, ReceiptAction};
 use crate::state::CallState;
 use oac_contract::bounds::{MAX_RECEIPT_BYTES, MAX_RECEIPTS_PER_ALLOCATION};
 use oac_provider_api::types::Reference;
@@ -238,7 +238,7 @@ impl CallState {
 /// Runs one store request across the boundary, on a blocking thread, within
 /// the call's deadline.
 async fn cross<T: Send + 'static>(
-    deadline: Instant,
+    (deadline, in_flight): (Instant, &InFlight),
     broker: ReceiptsBroker,
     action: ReceiptAction,
     owned: Owned,
@@ -255,7 +255,10 @@ async fn cross<T: Send + 'static>(
             .await
             .unwrap_or(Err(StoreFailure::Unconfirmed))
     };
-    broker.boundary.dispatch(&decided, deadline, sending).await
+    broker
+        .boundary
+        .dispatch(&decided, deadline, in_flight, sending)
+        .await
 }
 
 /// A change's outcome as the component sees it.
@@ -272,7 +275,7 @@ impl receipts::Host for CallState {
     async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
         let (broker, owned) = self.receipt("get", key)?;
         let found = cross(
-            self.deadline,
+            (self.deadline, &self.in_flight),
             broker,
             ReceiptAction::Get,
             owned,
@@ -289,7 +292,7 @@ impl receipts::Host for CallState {
             return Err(ReceiptsError::Invalid);
         }
         let outcome = cross(
-            self.deadline,
+            (self.deadline, &self.in_flight),
             broker,
             ReceiptAction::Put,
             owned,
@@ -302,7 +305,7 @@ impl receipts::Host for CallState {
     async fn remove(&mut self, key: String) -> Result<(), ReceiptsError> {
         let (broker, owned) = self.receipt("remove", key)?;
         let outcome = cross(
-            self.deadline,
+            (self.deadline, &self.in_flight),
             broker,
             ReceiptAction::Remove,
             owned,

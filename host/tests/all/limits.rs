@@ -114,6 +114,60 @@ async fn a_looping_component_is_stopped_at_its_budget() {
     );
 }
 
+/// A long budget is not CPU to burn: a guest spinning past the kind's CPU
+/// time per call ends there, while a call that waits (here on a held
+/// engine request) spends no CPU and runs its budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
+    let mut row = steerable("spinner");
+    row.policy.max_guest_cpu_ms = 300;
+    let host = load_one(
+        row,
+        binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
+        Connect::Offline,
+    )
+    .await
+    .expect("loads");
+    let started = Instant::now();
+    let outcome = host
+        .kind("spinner")
+        .expect("a loaded kind")
+        .get_info(reference(), budget(60_000))
+        .await;
+    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(250),
+        "stopped too early: {elapsed:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "not stopped at its CPU time: {elapsed:?}"
+    );
+
+    let engine = FakeEngine::start().await;
+    let mut waiter = steerable("waiter");
+    waiter.policy.max_guest_cpu_ms = 300;
+    let host = load_one(
+        waiter,
+        binding(Some(engine.socket.clone()), json!({ "action": "version" })),
+        Connect::Capabilities,
+    )
+    .await
+    .expect("loads");
+    let hold = engine.hold("GET", "/version");
+    let (answer, ()) = tokio::join!(
+        host.kind("waiter")
+            .expect("a loaded kind")
+            .get_info(reference(), budget(60_000)),
+        async {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            hold.release();
+        }
+    );
+    assert!(answer.is_ok(), "waiting is no CPU: {answer:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loop_does_not_block_other_calls() {
     let host = std::sync::Arc::new(host().await);

@@ -584,3 +584,57 @@ async fn an_in_process_create_whose_caller_left_runs_to_its_end() {
     );
     assert_eq!(docker.count("POST /containers/create"), 1);
 }
+
+/// A Create whose budget ends while an engine request of it is in flight
+/// answers unknown at its deadline, but keeps its allocation's turn until
+/// that request has ended (the engine acts on it whether or not anyone
+/// waits): a Kill sent next waits, sends nothing meanwhile, and then finds
+/// and removes what the Create made. The guest never runs again: nothing
+/// after the held request is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_never_overtakes_a_create_whose_budget_ended() {
+    each_path(async |docker, provider, path| {
+        let hold = docker.engine.hold("PUT", "/archive");
+        let asked = std::time::Instant::now();
+        let create = provider.create(bootstrap("a"), 600).await;
+        assert_eq!(
+            create.map_err(|failure| failure.error),
+            Err(Error::ComputeUnconfirmed),
+            "{path}"
+        );
+        assert!(
+            asked.elapsed() < Duration::from_secs(3),
+            "{path}: answered at its deadline, not when the work ended"
+        );
+        let before = docker.engine.recorded().len();
+        let (kill, during) = tokio::join!(provider.kill(reference("a"), 10_000), async {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            let during = docker.engine.recorded().len();
+            hold.release();
+            during
+        });
+        assert_eq!(
+            before, during,
+            "{path}: the Kill overtook the Create's request"
+        );
+        let killed = kill.expect("the Kill runs once the Create's request ended");
+        assert_eq!(killed.state, LifecycleState::Absent, "{path}");
+        assert!(docker.engine.containers().is_empty(), "{path}");
+        let recorded = docker.engine.recorded();
+        let sent = |method: &str, tail: &str| {
+            recorded
+                .iter()
+                .filter(|r| {
+                    r.starts_with(method) && r.split('?').next().is_some_and(|p| p.ends_with(tail))
+                })
+                .count()
+        };
+        assert_eq!(sent("POST", "/start"), 0, "{path}: {recorded:?}");
+        assert_eq!(
+            sent("PUT", "/archive"),
+            1,
+            "{path}: one upload, {recorded:?}"
+        );
+    })
+    .await;
+}

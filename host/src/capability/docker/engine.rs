@@ -230,11 +230,14 @@ impl Engine {
     /// stream), writes `stdin` and closes it, and reads the multiplexed
     /// output into buffers of at most `limit` bytes each. Reading stops at
     /// the first byte over the bound: the outcome is then incomplete anyway.
+    /// The start runs to its end; writing and reading stop at `deadline`
+    /// (the command goes on; its outcome is unknown).
     pub async fn exec_start(
         &self,
         id: &str,
         stdin: Option<&[u8]>,
         limit: usize,
+        deadline: std::time::Instant,
     ) -> Result<ExecStreams, EngineError> {
         let body = Body::json(&serde_json::json!({ "Detach": false, "Tty": false }));
         let mut request = self.request(
@@ -268,7 +271,10 @@ impl Engine {
             }
             writer.shutdown().await
         };
-        let (written, read) = tokio::join!(write, read_frames(&mut reader, limit));
+        let streams = async { tokio::join!(write, read_frames(&mut reader, limit)) };
+        let (written, read) = tokio::time::timeout_at(deadline.into(), streams)
+            .await
+            .map_err(|_| EngineError::Unconfirmed)?;
         // A command may exit without reading all of its stdin; its outcome
         // is still known, so a broken pipe on the write side is no error.
         if written.is_err() {

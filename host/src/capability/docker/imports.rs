@@ -40,7 +40,13 @@ impl CallState {
         if effect == Effect::Changes && !self.scope.may_change() {
             return Err(docker::DockerError::Invalid);
         }
-        Ok(broker.call(&self.scope, self.deadline, &self.proven, &self.fresh))
+        Ok(broker.call(
+            &self.scope,
+            self.deadline,
+            &self.in_flight,
+            &self.proven,
+            &self.fresh,
+        ))
     }
 }
 
@@ -58,15 +64,19 @@ impl CallState {
     /// engine (a kind without Docker: nothing it can see), within the
     /// call's deadline.
     pub(crate) fn allocation_left(&self) -> impl Future<Output = bool> + Send + 'static {
-        let (capabilities, scope, deadline) =
-            (self.capabilities.clone(), self.scope.clone(), self.deadline);
+        let (capabilities, scope, deadline, in_flight) = (
+            self.capabilities.clone(),
+            self.scope.clone(),
+            self.deadline,
+            self.in_flight.clone(),
+        );
         async move {
             let Some(broker) = &capabilities.docker else {
                 return false;
             };
             let (proven, fresh) = Default::default();
             broker
-                .call(&scope, deadline, &proven, &fresh)
+                .call(&scope, deadline, &in_flight, &proven, &fresh)
                 .anything_left()
                 .await
         }

@@ -18,7 +18,7 @@ use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
     ExecOutput, ExecSpec, ImageSummary, StatsReading,
 };
-use crate::capability::boundary::{Action, Boundary, Crossing, Decided, DockerAction};
+use crate::capability::boundary::{Action, Boundary, Crossing, Decided, DockerAction, InFlight};
 use crate::capability::scope::{CallScope, INSTALLATION_LABEL, ownership_labels};
 use bollard_stubs::models::{
     ContainerCreateBody, ContainerCreateResponse, ContainerStateStatusEnum, ContainerStatsResponse,
@@ -179,6 +179,7 @@ impl DockerBroker {
         &'a self,
         scope: &'a CallScope,
         deadline: Instant,
+        in_flight: &'a InFlight,
         proven: &'a ProvenContainers,
         fresh: &'a Fresh,
     ) -> DockerCall<'a> {
@@ -186,6 +187,7 @@ impl DockerBroker {
             broker: self,
             scope,
             deadline,
+            in_flight,
             proven,
             fresh,
         }
@@ -212,6 +214,7 @@ pub(crate) struct DockerCall<'a> {
     broker: &'a DockerBroker,
     scope: &'a CallScope,
     deadline: Instant,
+    in_flight: &'a InFlight,
     proven: &'a ProvenContainers,
     fresh: &'a Fresh,
 }
@@ -233,7 +236,7 @@ impl DockerCall<'_> {
     ) -> Result<T, DockerError> {
         self.broker
             .boundary
-            .dispatch(decided, self.deadline, sending)
+            .dispatch(decided, self.deadline, self.in_flight, sending)
             .await
             .map_err(|crossing| match crossing {
                 Crossing::NotSent => DockerError::Unavailable,
@@ -845,6 +848,7 @@ impl DockerCall<'_> {
                     &created.id,
                     spec.stdin.as_deref(),
                     spec.output_limit_bytes as usize,
+                    self.deadline,
                 ),
             )
             .await?;
