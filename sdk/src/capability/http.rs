@@ -1,7 +1,10 @@
 //! Outbound HTTP over the standard `wasi:http/outgoing-handler`, under the
 //! host's policy (see the `provider` world's documentation): allowed
 //! origins only, no redirects, bounded bodies, the call's budget, and the
-//! credential filled in by the host where a request asks for it.
+//! credential filled in by the host where a request asks for it — only on
+//! the kind's credential origins (a request for it anywhere else is
+//! [`HttpError::Denied`]). Configuration calls send nothing; probes,
+//! observations, discovery and verification send only `GET`.
 //!
 //! [`send`] reads a whole response; [`open`] returns as soon as the
 //! response head arrives and reads the body as it streams, so an adapter
@@ -34,7 +37,8 @@ pub enum Method {
 }
 
 /// A header the host fills in with the installation's credential, so the
-/// credential never lives in guest memory or logs.
+/// credential never lives in guest memory or logs. Only a request to one of
+/// the kind's credential origins may carry it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CredentialHeader {
     /// Header name, e.g. `x-api-key` or `authorization`.
