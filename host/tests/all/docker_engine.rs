@@ -330,26 +330,8 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
         "cmd": ["sleep", "600"],
         "args": ["sh", "-c", probe],
     });
-    let mut binding = binding(Some(socket.clone()), steering);
-    binding.container_policy = Some(policy_with(&image, &seccomp_profile(), false));
-    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
-        .await
-        .expect("host loads");
-    let answer = host
-        .kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(&container), budget())
-        .await;
-    let _ = engine
-        .remove_container(
-            &container,
-            Some(
-                bollard::query_parameters::RemoveContainerOptionsBuilder::default()
-                    .force(true)
-                    .build(),
-            ),
-        )
-        .await;
+    let answer = steered_on(&socket, &image, steering, &container).await;
+    remove_containers(&engine, &[container]).await;
     let seen = answer.expect("ran").provider_id.expect("stdout");
     let lines: Vec<Vec<&str>> = seen
         .lines()
@@ -415,29 +397,9 @@ async fn an_upload_never_follows_a_planted_link() {
         "path": "/data/w/x",
         "archive": archive,
     });
-    let mut binding = binding(Some(socket.clone()), steering);
-    binding.container_policy = Some(policy_with(&image, &seccomp_profile(), false));
-    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
-        .await
-        .expect("host loads");
-    let answer = host
-        .kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(&container), budget())
-        .await;
+    let answer = steered_on(&socket, &image, steering, &container).await;
     let etc = engine_exec(&engine, &container, "ls /etc/oac-pwned 2>&1; echo $?").await;
-    for name in [container.clone(), format!("{container}-2")] {
-        let _ = engine
-            .remove_container(
-                &name,
-                Some(
-                    bollard::query_parameters::RemoveContainerOptionsBuilder::default()
-                        .force(true)
-                        .build(),
-                ),
-            )
-            .await;
-    }
+    remove_containers(&engine, &[container.clone(), format!("{container}-2")]).await;
     let _ = engine
         .remove_volume(
             &volume,
@@ -484,4 +446,39 @@ async fn engine_exec(engine: &Docker, container: &str, script: &str) -> String {
         }
     }
     text
+}
+
+/// One GetInfo of the steerable kind steered by `steering`, for allocation
+/// `allocation`, on the real engine under the policy without nesting.
+async fn steered_on(
+    socket: &Path,
+    image: &str,
+    steering: serde_json::Value,
+    allocation: &str,
+) -> Result<sandbox_host::types::Info, Error> {
+    let mut binding = binding(Some(socket.to_path_buf()), steering);
+    binding.container_policy = Some(policy_with(image, &seccomp_profile(), false));
+    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+        .await
+        .expect("host loads");
+    host.kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(allocation), budget())
+        .await
+}
+
+/// Removes the containers `names`, running or not (test cleanup).
+async fn remove_containers(engine: &Docker, names: &[String]) {
+    for name in names {
+        let _ = engine
+            .remove_container(
+                name,
+                Some(
+                    bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                        .force(true)
+                        .build(),
+                ),
+            )
+            .await;
+    }
 }
