@@ -7,7 +7,8 @@
 //! whether or not anyone waits. So the call goes on until no request of it
 //! is in flight (the guest itself never runs again: the epoch check
 //! interrupts it, and the boundary sends nothing new), for at most
-//! [`MAX_OVERRUN`]; its caller holds the allocation's turn until then.
+//! as long again as its budget ([`overrun_bound`]); its caller holds the
+//! allocation's turn until then.
 
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
@@ -65,10 +66,36 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool, cpu_spent: bool) ->
 /// far less of its own memory).
 pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
 
-/// The longest native work in flight at a call's deadline is waited for
-/// (the longest budget a call may have); past it the host gives up on it,
+/// How long native work in flight at a call's deadline is waited for: as
+/// long again as the call's budget, at least [`MIN_OVERRUN`] and at most
+/// the longest budget. A request still unanswered by then is taken for
+/// hung (an engine or vendor that never answers); the host gives up on it
 /// and says so in its log.
-pub const MAX_OVERRUN: Duration = Duration::from_millis(oac_contract::bounds::MAX_BUDGET_MS as u64);
+pub fn overrun_bound(budget: Duration) -> Duration {
+    let longest = Duration::from_millis(u64::from(oac_contract::bounds::MAX_BUDGET_MS));
+    budget.clamp(MIN_OVERRUN, longest)
+}
+
+/// The shortest wait for native work in flight at a deadline.
+pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_work_is_waited_for_as_long_again_as_the_budget_within_bounds() {
+        assert_eq!(
+            overrun_bound(Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(overrun_bound(Duration::from_millis(10)), MIN_OVERRUN);
+        assert_eq!(
+            overrun_bound(Duration::from_secs(600)),
+            Duration::from_secs(120)
+        );
+    }
+}
 
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline` (native requests in flight then to theirs), and drops the
@@ -85,6 +112,7 @@ pub async fn run<R>(
     if remaining.is_zero() {
         return Err(Aborted::Expired);
     }
+    let given_up_at = deadline + overrun_bound(remaining);
     let mut store = Store::new(
         pre.engine(),
         CallState::new(capabilities, scope, deadline, policy.max_memory_bytes),
@@ -140,13 +168,13 @@ pub async fn run<R>(
                         () = in_flight.idle() => {}
                     }
                 };
-                overrun(drained).await;
+                overrun(given_up_at, drained).await;
                 None
             }
         }
     };
     // Requests that run in tasks of their own (HTTP) are waited for too.
-    overrun(in_flight.idle()).await;
+    overrun(given_up_at, in_flight.idle()).await;
     let (exhausted, cpu_spent) = (store.data().limits.exhausted, store.data().cpu_spent);
     match outcome {
         Some(Ok(answer)) => Ok(answer),
@@ -158,9 +186,12 @@ pub async fn run<R>(
     }
 }
 
-/// Waits for `work` for at most [`MAX_OVERRUN`].
-async fn overrun(work: impl Future<Output = ()>) {
-    if tokio::time::timeout(MAX_OVERRUN, work).await.is_err() {
+/// Waits for `work` until `given_up_at` at the latest.
+async fn overrun(given_up_at: Instant, work: impl Future<Output = ()>) {
+    if tokio::time::timeout_at(given_up_at.into(), work)
+        .await
+        .is_err()
+    {
         tracing::warn!(
             event = "native_work_abandoned",
             "native requests still in flight long after the call's budget; no longer waited for"

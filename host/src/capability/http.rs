@@ -513,6 +513,8 @@ pub(crate) struct CallHttp {
     held: HeldBodies,
     /// The call's native requests in flight.
     in_flight: InFlight,
+    /// When the host gives up on the call's requests still in flight.
+    given_up_at: Instant,
 }
 
 impl CallHttp {
@@ -532,6 +534,8 @@ impl CallHttp {
             open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_CALL)),
             held: HeldBodies::default(),
             in_flight,
+            given_up_at: deadline
+                + crate::call::overrun_bound(deadline.saturating_duration_since(Instant::now())),
         }
     }
 
@@ -735,14 +739,16 @@ impl WasiHttpHooks for CallHttp {
         let admitted = self.admit(request);
         let capabilities = self.capabilities.clone();
         let (deadline, in_flight) = (self.deadline, self.in_flight.clone());
+        let given_up_at = self.given_up_at;
         // A task of its own, not the guest's: once sent, the request runs
         // to its end even when the call stops waiting for it (the call then
-        // keeps its allocation's turn until it has, see `crate::call`).
+        // keeps its allocation's turn until it has, see `crate::call`), up
+        // to the time the host gives up on the call's native work.
         let exchange = tokio::spawn(async move {
-            capabilities
-                .http
-                .exchange(admitted?, deadline, &in_flight)
+            let exchange = capabilities.http.exchange(admitted?, deadline, &in_flight);
+            tokio::time::timeout_at(given_up_at.into(), exchange)
                 .await
+                .unwrap_or(Err(HttpError::ConnectionTimeout))
         });
         Box::new(async move {
             let response = exchange
