@@ -3,7 +3,9 @@
 //! (scheme, host, port) of every admitted URL equals a registered origin's
 //! or the configured endpoint's, or is an `https` host within the
 //! configured domain on port 443; it carries no user information, and its
-//! text parses back to itself. Inputs come as the request line would: the
+//! text parses back to itself. Only the exact credential origins (the
+//! registered one, the endpoint's API origin) take the credential: never a
+//! host within the domain. Inputs come as the request line would: the
 //! fuzzer's bytes are a URI (userinfo, trailing dots, IDNA, IPv4
 //! shorthand, IPv6-mapped addresses, ports, backslashes, percent-encoding).
 #![no_main]
@@ -24,6 +26,7 @@ static POLICY: LazyLock<OriginPolicy> = LazyLock::new(|| {
             "https://api.vendor.example".into(),
             "http://127.0.0.1:9000".into(),
         ],
+        &["https://api.vendor.example".into()],
         Some(("https://api.e2b.app".into(), "e2b.app".into())),
     )
 });
@@ -46,6 +49,15 @@ fuzz_target!(|target: &str| {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
     assert!(listed || within, "{target:?} admitted as {url}");
+    let credential_origin = matches!(
+        (scheme, host, port),
+        ("https", "api.vendor.example" | "api.e2b.app", 443)
+    );
+    assert_eq!(
+        POLICY.takes_credential(&url),
+        credential_origin,
+        "{target:?} as {url}"
+    );
     assert!(
         url.username().is_empty() && url.password().is_none(),
         "{target:?}"

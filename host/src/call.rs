@@ -79,24 +79,6 @@ pub fn overrun_bound(budget: Duration) -> Duration {
 /// The shortest wait for native work in flight at a deadline.
 pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn native_work_is_waited_for_as_long_again_as_the_budget_within_bounds() {
-        assert_eq!(
-            overrun_bound(Duration::from_secs(5)),
-            Duration::from_secs(5)
-        );
-        assert_eq!(overrun_bound(Duration::from_millis(10)), MIN_OVERRUN);
-        assert_eq!(
-            overrun_bound(Duration::from_secs(600)),
-            Duration::from_secs(120)
-        );
-    }
-}
-
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline` (native requests in flight then to theirs), and drops the
 /// instance.
@@ -195,6 +177,24 @@ async fn overrun(given_up_at: Instant, work: impl Future<Output = ()>) {
         tracing::warn!(
             event = "native_work_abandoned",
             "native requests still in flight long after the call's budget; no longer waited for"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_work_is_waited_for_as_long_again_as_the_budget_within_bounds() {
+        assert_eq!(
+            overrun_bound(Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(overrun_bound(Duration::from_millis(10)), MIN_OVERRUN);
+        assert_eq!(
+            overrun_bound(Duration::from_secs(600)),
+            Duration::from_secs(120)
         );
     }
 }
