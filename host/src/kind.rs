@@ -151,10 +151,10 @@ impl Kind {
     /// One call in a fresh instance, bounded by `budget`. A call that may
     /// change its allocation first waits for its reference's turn
     /// ([`Turns`], [`CallScope::turn`]); one that gives up waiting has not
-    /// run. The call then holds the turn, the
-    /// call fence and the concurrency permit until it ends — `then`, given
-    /// the component's answer, included — and runs to its end even if its
-    /// caller leaves ([`RunsToEnd`]).
+    /// run. The call then holds the turn, the call fence and the
+    /// concurrency permit until it ends — `then`, given the component's
+    /// answer, included — and runs to its end even if its caller leaves
+    /// ([`RunsToEnd`]) or its budget ends with native work in flight.
     async fn run<R, C>(
         &self,
         scope: CallScope,
