@@ -257,7 +257,7 @@ impl HttpBroker {
             held,
         } = admitted;
         // Not sent: the component never finished its body in time.
-        let body = tokio::time::timeout_at(deadline.into(), held.collect(body))
+        let (body, _share) = tokio::time::timeout_at(deadline.into(), held.collect(body))
             .await
             .map_err(|_| HttpError::ConnectionRefused)??;
         if secrets.found_in(&body) {
@@ -456,11 +456,11 @@ impl Drop for Share {
 
 impl HeldBodies {
     /// Reads `body` whole within the call's bound; its share is given back
-    /// once the bytes are handed on (the transport holds them then).
+    /// when the returned [`Share`] is dropped (once the request is sent).
     async fn collect(
         &self,
         mut body: http_body_util::Limited<RequestBody>,
-    ) -> Result<Bytes, HttpError> {
+    ) -> Result<(Bytes, Share), HttpError> {
         let mut share = Share(self.clone(), 0);
         let mut whole = bytes::BytesMut::new();
         while let Some(frame) = body.frame().await {
@@ -481,7 +481,7 @@ impl HeldBodies {
             }
             whole.extend_from_slice(&data);
         }
-        Ok(whole.freeze())
+        Ok((whole.freeze(), share))
     }
 }
 
