@@ -244,12 +244,13 @@ pub enum ConfigError {
     /// local socket only.
     #[error("kinds.{0}: a direct kind is served on `listen.unix` only")]
     DirectOverTcp(String),
-    /// The served kinds' instances could take more memory than the node's
-    /// budget: Σ min(max_concurrent_calls, max_in_flight) × max_memory_bytes
-    /// passes `memory_budget_mib` at this kind.
+    /// The served kinds' calls could take more memory than the node's
+    /// budget: Σ min(max_concurrent_calls, max_in_flight) × (max_memory_bytes
+    /// plus, for a Docker kind, the largest archive upload) passes
+    /// `memory_budget_mib` at this kind.
     #[error(
-        "kinds.{kind}: with it the kinds' instances may take {needed_mib} MiB at once \
-         (concurrent calls × memory limit), over memory_budget_mib = {budget_mib}"
+        "kinds.{kind}: with it the kinds' calls may take {needed_mib} MiB at once \
+         (concurrent calls × (memory limit + an upload)), over memory_budget_mib = {budget_mib}"
     )]
     MemoryBudget {
         /// The kind at which the sum passes the budget.
@@ -403,8 +404,15 @@ impl NodeConfig {
                 .ok_or_else(|| ConfigError::UnknownKind(kind.clone()))?;
             let policy = &registration.policy;
             let concurrent = policy.max_concurrent_calls.min(file.max_in_flight);
-            memory_mib +=
-                u64::from(concurrent) * (policy.max_memory_bytes as u64).div_ceil(1 << 20);
+            // A call of a Docker kind may hold one archive upload in the
+            // host besides its instance (the engine is sent slices of it).
+            let upload = if registration.grants.docker {
+                crate::capability::docker::MAX_ARCHIVE_BYTES as u64
+            } else {
+                0
+            };
+            let per_call = policy.max_memory_bytes as u64 + upload;
+            memory_mib += u64::from(concurrent) * per_call.div_ceil(1 << 20);
             if memory_mib > file.memory_budget_mib {
                 return Err(ConfigError::MemoryBudget {
                     kind,
@@ -845,21 +853,22 @@ memory_mb = 1024
     fn the_kinds_instances_must_fit_the_memory_budget() {
         let files = Files::new();
         let table = registry::builtin();
-        // The docker kind: 64 concurrent calls of 64 MiB.
+        // The docker kind: 64 concurrent calls of 64 MiB, each of which
+        // may hold a 48 MiB upload.
         let config = NodeConfig::parse(&files.config(DOCKER), &table).expect("fits the default");
         assert_eq!(config.request_body_budget, 1 << 30);
         let tight = files
             .config(DOCKER)
-            .replace("plugins =", "memory_budget_mib = 4095\nplugins =");
+            .replace("plugins =", "memory_budget_mib = 7167\nplugins =");
         let refused = refusal(&tight, &table);
         assert!(
-            refused.contains("kinds.docker:") && refused.contains("4096 MiB"),
+            refused.contains("kinds.docker:") && refused.contains("7168 MiB"),
             "{refused}"
         );
         // Fewer calls in flight on the node, fewer instances at once.
         let fewer = files.config(DOCKER).replace(
             "plugins =",
-            "memory_budget_mib = 1024\nmax_in_flight = 16\nplugins =",
+            "memory_budget_mib = 1792\nmax_in_flight = 16\nplugins =",
         );
         assert!(NodeConfig::parse(&fewer, &table).is_ok());
         let bodies = files

@@ -422,6 +422,33 @@ fn completed(output: docker::ExecOutput) -> Result<String, Error> {
     }
 }
 
+/// A tar of one regular file `data` of `bytes` bytes (mode 0644, owned by
+/// 1000:1000), written in place: no second copy in guest memory.
+fn one_file_archive(bytes: usize) -> Vec<u8> {
+    let padded = bytes.div_ceil(512) * 512;
+    let mut archive = vec![0u8; 512 + padded + 1024];
+    let header = &mut archive[..512];
+    header[..4].copy_from_slice(b"data");
+    let octal = |field: &mut [u8], value: u64| {
+        let text = format!("{value:0width$o}", width = field.len() - 1);
+        field[..text.len()].copy_from_slice(text.as_bytes());
+    };
+    octal(&mut header[100..108], 0o644);
+    octal(&mut header[108..116], 1000);
+    octal(&mut header[116..124], 1000);
+    octal(&mut header[124..136], bytes as u64);
+    octal(&mut header[136..148], 0);
+    header[156] = b'0';
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].fill(b' ');
+    let sum: u64 = header.iter().map(|&byte| u64::from(byte)).sum();
+    let text = format!("{sum:06o}\0 ");
+    header[148..156].copy_from_slice(text.as_bytes());
+    archive[512..512 + bytes].fill(b'x');
+    archive
+}
+
 /// One steered Docker action; `None` when the action is not a Docker one.
 fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<String, Error>> {
     let volume = steering
@@ -456,14 +483,17 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
             );
         }
         // What the Docker adapter's Create does: a volume, a container on
-        // it, then `archive` uploaded at `path` before any start.
+        // it, then `archive` uploaded at `path` before any start (with
+        // `count`, instead an archive of one file of that many bytes, made
+        // here).
         "make-then-upload" => {
             let make = || -> Result<String, Error> {
                 docker::volume_create(&volume).map_err(from_docker)?;
                 let id = docker::container_create(&steered_spec(steering, &container))
                     .map_err(from_docker)?;
-                docker::archive_upload(&id, &steering.path, &steering.archive)
-                    .map_err(from_docker)?;
+                let generated = steering.count.map(|bytes| one_file_archive(bytes as usize));
+                let archive = generated.as_deref().unwrap_or(&steering.archive);
+                docker::archive_upload(&id, &steering.path, archive).map_err(from_docker)?;
                 Ok(id)
             };
             return Some(make());

@@ -7,7 +7,7 @@
 //! long-name extensions) survives the rewrite, so the engine's tar reader
 //! cannot see something the host's reader did not.
 
-use std::io::Read;
+use bytes::Bytes;
 use std::path::{Component, Path};
 
 /// Largest archive an upload accepts: 48 MiB (within the hostcall fuel,
@@ -50,17 +50,20 @@ fn is_relative_path(path: &Path) -> bool {
             .all(|component| matches!(component, Component::Normal(_)))
 }
 
-/// Checks `archive` and returns the canonical archive to send.
-pub fn sanitize(archive: &[u8]) -> Result<Vec<u8>, ArchiveViolation> {
+/// Checks `archive` and returns the canonical archive to send, in parts:
+/// the host's own headers for each entry, and between them slices of
+/// `archive` holding the entries' data (no copy of it is made). Nothing is
+/// returned unless every entry passes.
+pub fn sanitize(archive: Bytes) -> Result<Vec<Bytes>, ArchiveViolation> {
     if archive.len() > MAX_ARCHIVE_BYTES {
         return Err(ArchiveViolation::TooLarge);
     }
-    let mut reader = tar::Archive::new(archive);
+    let mut reader = tar::Archive::new(&archive[..]);
     let entries = reader.entries().map_err(|_| ArchiveViolation::Malformed)?;
-    let mut rebuilt = tar::Builder::new(Vec::with_capacity(archive.len() + 1024));
+    let mut parts = Vec::new();
     let mut count = 0;
     for entry in entries {
-        let mut entry = entry.map_err(|_| ArchiveViolation::Malformed)?;
+        let entry = entry.map_err(|_| ArchiveViolation::Malformed)?;
         count += 1;
         if count > MAX_ENTRIES {
             return Err(ArchiveViolation::TooLarge);
@@ -88,12 +91,19 @@ pub fn sanitize(archive: &[u8]) -> Result<Vec<u8>, ArchiveViolation> {
             return Err(ArchiveViolation::Owner);
         }
         let mtime = header.mtime().unwrap_or(0);
-        let mut content = Vec::new();
-        if !directory {
-            entry
-                .read_to_end(&mut content)
+        // The entry's data as it lies in the archive (a directory has none).
+        let data = if directory {
+            Bytes::new()
+        } else {
+            let start = usize::try_from(entry.raw_file_position())
                 .map_err(|_| ArchiveViolation::Malformed)?;
-        }
+            let end = usize::try_from(entry.size())
+                .ok()
+                .and_then(|size| start.checked_add(size))
+                .filter(|end| *end <= archive.len())
+                .ok_or(ArchiveViolation::Malformed)?;
+            archive.slice(start..end)
+        };
         let mut canonical = tar::Header::new_gnu();
         canonical.set_entry_type(if directory {
             tar::EntryType::Directory
@@ -104,19 +114,37 @@ pub fn sanitize(archive: &[u8]) -> Result<Vec<u8>, ArchiveViolation> {
         canonical.set_uid(OWNER);
         canonical.set_gid(OWNER);
         canonical.set_mtime(mtime);
-        canonical.set_size(content.len() as u64);
-        rebuilt
-            .append_data(&mut canonical, &path, content.as_slice())
-            .map_err(|_| ArchiveViolation::Malformed)?;
+        canonical.set_size(data.len() as u64);
+        parts.push(headers_of(&mut canonical, &path)?);
+        let padding = data.len().next_multiple_of(BLOCK) - data.len();
+        parts.push(data);
+        parts.push(Bytes::from_static(&ZEROS[..padding]));
     }
-    rebuilt
-        .into_inner()
-        .map_err(|_| ArchiveViolation::Malformed)
+    // The end of the archive: two zero blocks.
+    parts.push(Bytes::from_static(&ZEROS[..2 * BLOCK]));
+    Ok(parts)
+}
+
+/// A tar block.
+const BLOCK: usize = 512;
+/// Zero bytes for padding and the archive's end.
+static ZEROS: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
+
+/// The header blocks of one entry as the tar crate writes them (a long path
+/// takes a GNU long-name entry before the header), without its data.
+fn headers_of(header: &mut tar::Header, path: &Path) -> Result<Bytes, ArchiveViolation> {
+    let mut builder = tar::Builder::new(Vec::with_capacity(2 * BLOCK));
+    builder
+        .append_data(header, path, std::io::empty())
+        .map_err(|_| ArchiveViolation::Malformed)?;
+    // Taken before the builder ends the archive on drop.
+    Ok(Bytes::copy_from_slice(builder.get_ref()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     struct Entry<'a> {
         path: &'a str,
@@ -190,9 +218,9 @@ mod tests {
             ..file("runtime", b"")
         };
         let archive = tar_of(&[directory, file("runtime/record.json", b"{}")]);
-        let rebuilt = sanitize(&archive).expect("accepted");
+        let rebuilt = sanitize(Bytes::from(archive)).expect("accepted");
         assert_eq!(
-            read_back(&rebuilt),
+            read_back(&rebuilt.concat()),
             vec![
                 ("runtime".into(), 0o700, OWNER, OWNER, vec![]),
                 (
@@ -204,6 +232,43 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn data_is_sliced_not_copied_and_long_paths_keep_their_extension() {
+        let long = format!("deep/{}/file", "d".repeat(120));
+        let data = vec![7u8; 5_000];
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, content) in [(long.as_str(), data.as_slice()), ("short", b"x")] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(content.len() as u64);
+            header.set_mode(0o600);
+            header.set_uid(OWNER);
+            header.set_gid(OWNER);
+            builder
+                .append_data(&mut header, path, content)
+                .expect("entry");
+        }
+        let archive = Bytes::from(builder.into_inner().expect("tar"));
+        let parts = sanitize(archive.clone()).expect("accepted");
+        // The data part lies inside the component's own bytes.
+        let inside = |part: &Bytes| {
+            let (start, end) = (
+                archive.as_ptr() as usize,
+                archive.as_ptr() as usize + archive.len(),
+            );
+            let at = part.as_ptr() as usize;
+            at >= start && at + part.len() <= end
+        };
+        assert!(
+            parts
+                .iter()
+                .any(|part| part.len() == data.len() && inside(part))
+        );
+        let back = read_back(&parts.concat());
+        assert_eq!(back[0].0, long);
+        assert_eq!(back[0].4, data);
+        assert_eq!(back[1].0, "short");
     }
 
     #[test]
@@ -272,7 +337,7 @@ mod tests {
         for (entry, violation) in cases {
             let path = entry.path;
             let archive = tar_of(&[file("fine", b"ok"), entry]);
-            assert_eq!(sanitize(&archive), Err(violation), "{path}");
+            assert_eq!(sanitize(Bytes::from(archive)), Err(violation), "{path}");
         }
     }
 
@@ -285,14 +350,17 @@ mod tests {
             ..file("PaxHeaders/file", b"8 uid=0\n8 gid=0\n")
         };
         let archive = tar_of(&[pax, file("file", b"x")]);
-        assert_eq!(sanitize(&archive), Err(ArchiveViolation::Owner));
+        assert_eq!(sanitize(Bytes::from(archive)), Err(ArchiveViolation::Owner));
     }
 
     #[test]
     fn garbage_and_oversized_archives_are_refused() {
-        assert_eq!(sanitize(&[1; 700]), Err(ArchiveViolation::Malformed));
         assert_eq!(
-            sanitize(&vec![0; MAX_ARCHIVE_BYTES + 1]),
+            sanitize(Bytes::from(vec![1; 700])),
+            Err(ArchiveViolation::Malformed)
+        );
+        assert_eq!(
+            sanitize(Bytes::from(vec![0; MAX_ARCHIVE_BYTES + 1])),
             Err(ArchiveViolation::TooLarge)
         );
     }

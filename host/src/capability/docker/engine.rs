@@ -7,7 +7,7 @@
 //! engine costs bounded memory.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::header::{CONNECTION, CONTENT_TYPE, UPGRADE};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::client::legacy::Client;
@@ -58,8 +58,61 @@ pub enum Body {
     Empty,
     /// A JSON document.
     Json(Vec<u8>),
-    /// A tar archive.
-    Tar(Vec<u8>),
+    /// A tar archive, in parts sent one after another (the host's
+    /// canonical headers between slices of the component's own bytes: no
+    /// copy of the data).
+    Tar(Vec<Bytes>),
+}
+
+/// A request body of parts sent in order, with its exact length (so the
+/// request carries a `content-length`).
+pub(crate) struct Parts {
+    parts: std::collections::VecDeque<Bytes>,
+    remaining: u64,
+}
+
+/// Most bytes handed to the transport at once: it may copy what it is
+/// given into its own buffer, so a large part goes in slices of this size
+/// (slices of the same bytes, not copies).
+const PART_BYTES: usize = 256 << 10;
+
+impl Parts {
+    fn new(parts: impl IntoIterator<Item = Bytes>) -> Self {
+        let parts: std::collections::VecDeque<Bytes> = parts
+            .into_iter()
+            .flat_map(|part| {
+                (0..part.len())
+                    .step_by(PART_BYTES)
+                    .map(move |at| part.slice(at..(at + PART_BYTES).min(part.len())))
+            })
+            .collect();
+        let remaining = parts.iter().map(|part| part.len() as u64).sum();
+        Self { parts, remaining }
+    }
+}
+
+impl http_body::Body for Parts {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let part = self.parts.pop_front();
+        if let Some(part) = &part {
+            self.remaining -= part.len() as u64;
+        }
+        std::task::Poll::Ready(part.map(|part| Ok(http_body::Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
 }
 
 impl Body {
@@ -82,7 +135,7 @@ pub struct ExecStreams {
 }
 
 /// A pooled HTTP/1.1 client of an engine's Unix socket.
-type Pooled = Client<UnixConnector, Full<Bytes>>;
+type Pooled = Client<UnixConnector, Parts>;
 
 thread_local! {
     /// Pools of this thread's own, by authority, once
@@ -151,28 +204,25 @@ impl Engine {
         method: Method,
         uri: String,
         body: Body,
-    ) -> Result<Request<Full<Bytes>>, EngineError> {
+    ) -> Result<Request<Parts>, EngineError> {
         let builder = Request::builder().method(method).uri(uri);
-        let (builder, bytes) = match body {
-            Body::Empty => (builder, Bytes::new()),
+        let (builder, parts) = match body {
+            Body::Empty => (builder, Vec::new()),
             Body::Json(json) => (
                 builder.header(CONTENT_TYPE, "application/json"),
-                json.into(),
+                vec![json.into()],
             ),
-            Body::Tar(tar) => (
-                builder.header(CONTENT_TYPE, "application/x-tar"),
-                tar.into(),
-            ),
+            Body::Tar(parts) => (builder.header(CONTENT_TYPE, "application/x-tar"), parts),
         };
         // Only a malformed URI fails here, and nothing has been sent.
         builder
-            .body(Full::new(bytes))
+            .body(Parts::new(parts))
             .map_err(|_| EngineError::Unreachable)
     }
 
     async fn send(
         &self,
-        request: Request<Full<Bytes>>,
+        request: Request<Parts>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, EngineError> {
         let thread_pool = THREAD_POOLS.with(|pools| {
             let mut pools = pools.borrow_mut();
@@ -367,6 +417,28 @@ async fn discard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_part_goes_in_slices_of_the_same_bytes_with_its_exact_length() {
+        use http_body::Body as _;
+        let big = Bytes::from(vec![1u8; 3 * PART_BYTES + 10]);
+        let mut parts = Parts::new([Bytes::from_static(b"head"), big.clone(), Bytes::new()]);
+        assert_eq!(parts.size_hint().exact(), Some(4 + big.len() as u64));
+        let waker = futures_util::task::noop_waker();
+        let mut context = std::task::Context::from_waker(&waker);
+        let mut sent = Vec::new();
+        while let std::task::Poll::Ready(Some(Ok(frame))) =
+            std::pin::Pin::new(&mut parts).poll_frame(&mut context)
+        {
+            let data = frame.into_data().expect("data");
+            assert!(data.len() <= PART_BYTES);
+            sent.push(data);
+        }
+        assert_eq!(sent.len(), 1 + 4);
+        assert_eq!(sent[1].as_ptr(), big.as_ptr(), "a slice, not a copy");
+        assert_eq!(sent.concat().len(), 4 + big.len());
+        assert!(parts.is_end_stream());
+    }
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -489,9 +561,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (socket, accepted) = counting_engine(dir.path());
         let engine = Engine::new(&socket);
+        // A connection goes back to its pool once the connection's task has
+        // seen the answer end; a call waits for that before the next one
+        // (without it the next call may find the pool empty and dial).
         let get = |engine: &Engine| {
             let engine = engine.clone();
-            async move { engine.call(Method::GET, &["info"], &[], Body::Empty).await }
+            async move {
+                let answer = engine.call(Method::GET, &["info"], &[], Body::Empty).await;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                answer
+            }
         };
         // The shared pool's connection is driven by this runtime's worker,
         // which stays.

@@ -172,7 +172,7 @@ impl docker::Host for CallState {
         archive: Vec<u8>,
     ) -> Result<(), docker::DockerError> {
         self.docker("archive-upload", &container, Effect::Changes)?
-            .archive_upload(&container, &path, &archive)
+            .archive_upload(&container, &path, archive)
             .await
     }
     async fn exec(

@@ -780,12 +780,14 @@ impl DockerCall<'_> {
         &self,
         input: &str,
         path: &str,
-        archive: &[u8],
+        archive: Vec<u8>,
     ) -> Result<(), DockerError> {
         if !request::is_container_path(path) {
             return Err(DockerError::Invalid);
         }
-        let canonical = archive::sanitize(archive).map_err(|violation| {
+        // The component's bytes, once, as the engine gets them: the host's
+        // headers around slices of them (`archive::sanitize`).
+        let canonical = archive::sanitize(archive.into()).map_err(|violation| {
             tracing::info!(event = "archive_refused", rule = %violation);
             DockerError::Invalid
         })?;
