@@ -68,13 +68,7 @@ async fn server() -> (String, Log) {
             "ok".into_response()
         }
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let origin = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, axum::Router::new().fallback(handler)).await;
-    });
+    let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
     (origin, log)
 }
 

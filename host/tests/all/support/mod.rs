@@ -217,3 +217,16 @@ impl FakeEngine {
         self.engine.insert_volume(name, labels);
     }
 }
+
+/// Serves `router` on a loopback port for the rest of the test; its origin
+/// (`http://127.0.0.1:<port>`).
+pub async fn serve_on_loopback(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    origin
+}
