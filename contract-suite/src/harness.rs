@@ -169,6 +169,8 @@ impl Harness {
             mode: target.mode,
             component: file.into(),
             digest: DigestSource::Pinned(sandbox_host::loader::sha256_hex(&bytes)),
+            // E2B's credential is `{"api_key": …}`.
+            credential_fields: e2b.map(|_| vec!["api_key".into()]).unwrap_or_default(),
             grants: Grants {
                 docker,
                 http_origins: if vendor {

@@ -274,44 +274,6 @@ impl From<adapter::ConfigurationRequirements> for ConfigurationRequirements {
     }
 }
 
-impl From<adapter::Configuration> for Configuration {
-    fn from(c: adapter::Configuration) -> Self {
-        Self {
-            public: c.public,
-            credential: c.credential,
-        }
-    }
-}
-
-impl From<Configuration> for adapter::Configuration {
-    fn from(c: Configuration) -> Self {
-        Self {
-            public: c.public,
-            credential: c.credential,
-        }
-    }
-}
-
-impl From<adapter::StoredConfiguration> for StoredConfiguration {
-    fn from(c: adapter::StoredConfiguration) -> Self {
-        Self {
-            public: c.public,
-            metadata: c.metadata,
-            secret: c.secret,
-        }
-    }
-}
-
-impl From<StoredConfiguration> for adapter::StoredConfiguration {
-    fn from(c: StoredConfiguration) -> Self {
-        Self {
-            public: c.public,
-            metadata: c.metadata,
-            secret: c.secret,
-        }
-    }
-}
-
 impl From<BoundDiagnostic> for Diagnostic {
     fn from(d: BoundDiagnostic) -> Self {
         match d {

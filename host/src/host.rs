@@ -198,6 +198,7 @@ impl Host {
                         socket,
                         &binding.installation_id,
                         policy.clone(),
+                        &registration.policy.volume_roles,
                         Duration::from_secs(10),
                         Boundary::new(binding.hook.clone()),
                     )

@@ -4,11 +4,11 @@
 //! capabilities reach only the operation's allocations, and has its answer
 //! policed by the same rules as an answer from a node ([`police`]).
 
-use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
 use crate::bindings::oac::sandbox_provider::types as wit;
 use crate::call::{self, Aborted};
 use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
+use crate::credential::{Checked, Handed, Unfit};
 use crate::declaration::{Declaration, Inventory};
 use crate::exports::{Exports, Prepared};
 use crate::registry::{Mode, Registration};
@@ -141,11 +141,19 @@ impl Kind {
     /// Replaces the kind's credential behind the call fence: new calls wait,
     /// calls in flight (also those whose caller left) run to their end
     /// untouched, then the credential changes and the waiting calls run
-    /// with it. Core verifies a candidate (`verify-credential`) first.
-    pub async fn replace_credential(&self, credential: Option<String>) {
+    /// with it. Core verifies a candidate (`verify-credential`) first. A
+    /// credential that does not fit the kind's shape is `invalid` and
+    /// changes nothing.
+    pub async fn replace_credential(&self, credential: Option<String>) -> Result<(), Error> {
+        if !self.fits(credential.as_deref())
+            || (self.registration.mode == Mode::Nodes && credential.is_some())
+        {
+            return Err(Error::Invalid);
+        }
         let _exclusive = self.fence.write().await;
         self.capabilities.replace_credential(credential);
         tracing::info!(kind = %self.registration.kind, "credential replaced");
+        Ok(())
     }
 
     /// One call in a fresh instance, bounded by `budget`. A call that may
@@ -574,11 +582,12 @@ impl SandboxProvider for Kind {
     ) -> Result<Configuration, Error> {
         let operation = Operation::DiscoverSelection;
         let secrets = credentials([&candidate]);
+        let valid = self.fits(candidate.credential.as_deref());
         let Configuration { public, credential } = candidate;
         // Read-only: a scope of no allocation that may only read.
         let read_only = CallScope::node_read();
         let raw = self
-            .invoke(operation, read_only, budget, move |p, s| {
+            .invoke_valid(operation, read_only, valid, budget, move |p, s| {
                 Box::pin(async move {
                     // The candidate's credential goes to the vendor in this
                     // call's HTTP requests, never into the component.
@@ -593,7 +602,7 @@ impl SandboxProvider for Kind {
             })
             .await;
         // Policed as a configuration answer: its public object is shown.
-        self.configured(operation, raw, &secrets)
+        self.shown(operation, raw, &secrets)
     }
 
     async fn verify_credential(
@@ -603,7 +612,8 @@ impl SandboxProvider for Kind {
         budget: Budget,
     ) -> Result<(), Error> {
         let operation = Operation::VerifyCredential;
-        let valid = references.len() <= MAX_BATCH_TARGETS;
+        let valid =
+            references.len() <= MAX_BATCH_TARGETS && self.fits(candidate.credential.as_deref());
         let Configuration { public, credential } = candidate;
         // Read-only, reaching only the given allocations.
         let scope = CallScope::reading(references.clone());
@@ -853,8 +863,9 @@ impl CheckpointProvider for Kind {
     }
 }
 
-/// Calls one configuration-adapter export, the credentials of its
-/// arguments kept out of every log line of the call.
+/// Calls one configuration-adapter export. The call holds no credential
+/// value (only handles), but the values are kept out of its log lines all
+/// the same.
 macro_rules! adapter_call {
     ($secrets:expr, $call:ident ( $($arg:expr),* )) => {{
         let secrets: Vec<String> = $secrets;
@@ -869,16 +880,6 @@ macro_rules! adapter_call {
     }};
 }
 
-/// The credentials of `configurations`, to redact.
-fn credentials<'a>(configurations: impl IntoIterator<Item = &'a Configuration>) -> Vec<String> {
-    configurations
-        .into_iter()
-        .filter_map(|c| c.credential.clone())
-        .collect()
-}
-
-type WitConfiguration = adapter::Configuration;
-
 impl Kind {
     /// A `nodes` kind's configuration is the node's file: its public object
     /// is always `{}` and it takes no credential.
@@ -890,14 +891,42 @@ impl Kind {
                     Ok(serde_json::Value::Object(map)) if map.is_empty()
                 ))
     }
-}
 
-impl Kind {
+    /// Whether a candidate credential fits the kind's declared shape.
+    fn fits(&self, credential: Option<&str>) -> bool {
+        credential
+            .is_none_or(|text| Checked::parse(&self.registration.credential_fields, text).is_some())
+    }
+
     /// [`Self::plain`] for an adapter answer of `operation`, which Core may
-    /// show and log: one that carries any of `secrets` (the call's
-    /// credentials), in any obvious encoding, in its public or metadata
-    /// text is not accepted.
-    fn configured<T, U: From<T> + Shown>(
+    /// show and log: its handles turned back into the credentials `handed`
+    /// out (any other handle is the unknown outcome), and an answer that
+    /// carries any of them, in any obvious encoding, in its public or
+    /// metadata text not accepted.
+    fn configured<T, U: Shown>(
+        &self,
+        operation: Operation,
+        raw: Result<Result<T, wit::Error>, Error>,
+        handed: &Handed<'_>,
+        back: impl FnOnce(T) -> Result<U, Unfit>,
+    ) -> Result<U, Error> {
+        let raw = match raw {
+            Ok(Ok(answer)) => match back(answer) {
+                Ok(answer) => Ok(Ok(answer)),
+                Err(Unfit) => {
+                    tracing::warn!(kind = %self.registration.kind, event = "credential_handle_unknown", "answer refused");
+                    return Err(police::unknown(operation));
+                }
+            },
+            Ok(Err(error)) => Ok(Err(error)),
+            Err(error) => Err(error),
+        };
+        self.shown(operation, raw, &handed.values())
+    }
+
+    /// [`Self::plain`] for an answer Core may show and log: one carrying
+    /// any of `secrets`, in any obvious encoding, is not accepted.
+    fn shown<T, U: From<T> + Shown>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
@@ -911,6 +940,28 @@ impl Kind {
         }
         Ok(answer)
     }
+
+    /// The answer to configuration input that cannot be called with: a
+    /// credential that does not fit the kind's shape, or a `nodes` kind's
+    /// configuration that is not the node's rule. Unsupported still says
+    /// so first, whatever the input.
+    fn unfit<T>(&self, operation: Operation) -> Result<T, Error> {
+        self.admit(operation, &CallScope::pure(), false)?;
+        Err(Error::Invalid)
+    }
+
+    /// Handles for the credentials of one configuration call.
+    fn handed(&self) -> Handed<'_> {
+        Handed::new(&self.registration.credential_fields)
+    }
+}
+
+/// The credentials of `configurations`, to redact.
+fn credentials<'a>(configurations: impl IntoIterator<Item = &'a Configuration>) -> Vec<String> {
+    configurations
+        .into_iter()
+        .filter_map(|c| c.credential.clone())
+        .collect()
 }
 
 impl ConfigurationProvider for Kind {
@@ -938,22 +989,23 @@ impl ConfigurationProvider for Kind {
     ) -> Result<Configuration, Error> {
         let operation = Operation::DecodeInput;
         let input = Configuration { public, credential };
-        let valid = self.node_rule(&input);
         let secrets = credentials([&input]);
-        let Configuration { public, credential } = input;
+        let mut handed = self.handed();
+        let (Ok(given), true) = (handed.configuration(&input), self.node_rule(&input)) else {
+            return self.unfit(operation);
+        };
         let raw = self
-            .invoke_valid(
+            .invoke(
                 operation,
                 CallScope::pure(),
-                valid,
                 budget,
                 adapter_call!(
-                    secrets.clone(),
-                    call_decode_input(&public, credential.as_deref())
+                    secrets,
+                    call_decode_input(&given.public, given.credential.as_ref())
                 ),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
     async fn encode(
@@ -962,19 +1014,23 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<StoredConfiguration, Error> {
         let operation = Operation::Encode;
-        let valid = self.node_rule(&configuration);
         let secrets = credentials([&configuration]);
-        let input: WitConfiguration = configuration.into();
+        let mut handed = self.handed();
+        let (Ok(given), true) = (
+            handed.configuration(&configuration),
+            self.node_rule(&configuration),
+        ) else {
+            return self.unfit(operation);
+        };
         let raw = self
-            .invoke_valid(
+            .invoke(
                 operation,
                 CallScope::pure(),
-                valid,
                 budget,
-                adapter_call!(secrets.clone(), call_encode(&input)),
+                adapter_call!(secrets, call_encode(&given)),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back_stored(a))
     }
 
     async fn decode(
@@ -988,16 +1044,19 @@ impl ConfigurationProvider for Kind {
             .iter()
             .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
             .collect();
-        let input: adapter::StoredConfiguration = stored.into();
+        let mut handed = self.handed();
+        let Ok(given) = handed.stored(&stored) else {
+            return self.unfit(operation);
+        };
         let raw = self
             .invoke(
                 operation,
                 CallScope::pure(),
                 budget,
-                adapter_call!(secrets.clone(), call_decode(&input)),
+                adapter_call!(secrets, call_decode(&given)),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
     async fn normalize(
@@ -1006,19 +1065,23 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::Normalize;
-        let valid = self.node_rule(&configuration);
         let secrets = credentials([&configuration]);
-        let input: WitConfiguration = configuration.into();
+        let mut handed = self.handed();
+        let (Ok(given), true) = (
+            handed.configuration(&configuration),
+            self.node_rule(&configuration),
+        ) else {
+            return self.unfit(operation);
+        };
         let raw = self
-            .invoke_valid(
+            .invoke(
                 operation,
                 CallScope::pure(),
-                valid,
                 budget,
-                adapter_call!(secrets.clone(), call_normalize(&input)),
+                adapter_call!(secrets, call_normalize(&given)),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
     async fn resolve_change(
@@ -1028,19 +1091,24 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::ResolveChange;
-        let valid = self.node_rule(&next) && self.node_rule(&previous);
         let secrets = credentials([&next, &previous]);
-        let (next, previous): (WitConfiguration, WitConfiguration) = (next.into(), previous.into());
+        let mut handed = self.handed();
+        let (Ok(given_next), Ok(given_previous), true) = (
+            handed.configuration(&next),
+            handed.configuration(&previous),
+            self.node_rule(&next) && self.node_rule(&previous),
+        ) else {
+            return self.unfit(operation);
+        };
         let raw = self
-            .invoke_valid(
+            .invoke(
                 operation,
                 CallScope::pure(),
-                valid,
                 budget,
-                adapter_call!(secrets.clone(), call_resolve_change(&next, &previous)),
+                adapter_call!(secrets, call_resolve_change(&given_next, &given_previous)),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
     async fn equal(
@@ -1050,16 +1118,21 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<bool, Error> {
         let operation = Operation::Equal;
-        let valid = self.node_rule(&left) && self.node_rule(&right);
         let secrets = credentials([&left, &right]);
-        let (left, right): (WitConfiguration, WitConfiguration) = (left.into(), right.into());
+        let mut handed = self.handed();
+        let (Ok(given_left), Ok(given_right), true) = (
+            handed.configuration(&left),
+            handed.configuration(&right),
+            self.node_rule(&left) && self.node_rule(&right),
+        ) else {
+            return self.unfit(operation);
+        };
         let raw = self
-            .invoke_valid(
+            .invoke(
                 operation,
                 CallScope::pure(),
-                valid,
                 budget,
-                adapter_call!(secrets, call_equal(&left, &right)),
+                adapter_call!(secrets, call_equal(&given_left, &given_right)),
             )
             .await;
         self.plain(operation, raw)
@@ -1074,16 +1147,24 @@ impl ConfigurationProvider for Kind {
         let operation = Operation::WithCredential;
         let mut secrets = credentials([&owner]);
         secrets.push(candidate.clone());
-        let owner: WitConfiguration = owner.into();
+        let mut handed = self.handed();
+        let (Ok(given_owner), Ok(given_candidate)) =
+            (handed.configuration(&owner), handed.hand(&candidate))
+        else {
+            return self.unfit(operation);
+        };
         let raw = self
             .invoke(
                 operation,
                 CallScope::pure(),
                 budget,
-                adapter_call!(secrets.clone(), call_with_credential(&owner, &candidate)),
+                adapter_call!(
+                    secrets,
+                    call_with_credential(&given_owner, &given_candidate)
+                ),
             )
             .await;
-        self.configured(operation, raw, &secrets)
+        self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
     async fn discover_configuration(

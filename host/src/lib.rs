@@ -16,6 +16,7 @@ mod call;
 pub mod capability;
 pub mod compile_cache;
 mod convert;
+pub(crate) mod credential;
 pub mod declaration;
 mod exports;
 pub mod host;

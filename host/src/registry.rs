@@ -98,6 +98,11 @@ pub struct Policy {
     /// budget: a component spinning in a long budget ends here (time it
     /// waits on native requests does not count).
     pub max_guest_cpu_ms: u32,
+    /// The volumes an allocation may have, by role (kinds granted Docker):
+    /// each is created only under the host's name `<container>-<role>`, so
+    /// this bounds the volumes per allocation, as the one container name
+    /// bounds its containers to one.
+    pub volume_roles: Vec<String>,
 }
 
 impl Default for Policy {
@@ -107,6 +112,7 @@ impl Default for Policy {
             max_memory_bytes: 64 << 20,
             max_concurrent_calls: 64,
             max_guest_cpu_ms: 10_000,
+            volume_roles: vec!["home".into(), "environment".into()],
         }
     }
 }
@@ -129,6 +135,11 @@ pub struct Registration {
     pub component: String,
     /// Where the expected digest comes from.
     pub digest: DigestSource,
+    /// The credential's shape: the string fields of its JSON object
+    /// (e.g. `api_key`). Empty means the kind takes no credential. The
+    /// host checks every credential against it and hands configuration
+    /// calls only field names and lengths.
+    pub credential_fields: Vec<String>,
     /// Capability grants.
     pub grants: Grants,
     /// Call bounds.
@@ -149,6 +160,7 @@ pub fn builtin() -> Vec<Registration> {
             mode: Mode::Nodes,
             component: "docker.wasm".into(),
             digest: DigestSource::Staged,
+            credential_fields: Vec::new(),
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
@@ -170,6 +182,7 @@ pub fn builtin() -> Vec<Registration> {
             mode: Mode::Nodes,
             component: "steerable.wasm".into(),
             digest: DigestSource::Staged,
+            credential_fields: Vec::new(),
             grants: Grants {
                 docker: true,
                 http_origins: Vec::new(),
@@ -189,6 +202,7 @@ pub fn builtin() -> Vec<Registration> {
             mode: Mode::Direct,
             component: "e2b.wasm".into(),
             digest: DigestSource::Staged,
+            credential_fields: vec!["api_key".into()],
             grants: Grants {
                 docker: false,
                 http_origins: Vec::new(),
@@ -215,6 +229,7 @@ pub fn builtin() -> Vec<Registration> {
             mode: Mode::Direct,
             component: "steerable.wasm".into(),
             digest: DigestSource::Staged,
+            credential_fields: vec!["api_key".into()],
             grants: Grants {
                 docker: false,
                 http_origins: Vec::new(),
@@ -350,6 +365,9 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     {
         return invalid("digest");
     }
+    if !crate::credential::is_shape(&registration.credential_fields) {
+        return invalid("credential_fields");
+    }
     if registration.grants.docker && registration.mode != Mode::Nodes {
         return invalid("grants.docker");
     }
@@ -386,6 +404,16 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     }
     if !(1..=oac_contract::bounds::MAX_BUDGET_MS).contains(&policy.max_guest_cpu_ms) {
         return invalid("policy.max_guest_cpu_ms");
+    }
+    let roles: std::collections::BTreeSet<&str> =
+        policy.volume_roles.iter().map(String::as_str).collect();
+    if policy.volume_roles.len() > 8
+        || roles.len() != policy.volume_roles.len()
+        || !roles
+            .iter()
+            .all(|role| crate::capability::docker::names::is_volume_role(role))
+    {
+        return invalid("policy.volume_roles");
     }
     let artifacts_ok = registration
         .node_artifacts
@@ -446,6 +474,11 @@ pub fn validate_node_binding(
     }
     if !binding.configuration.is_object() {
         return invalid("configuration");
+    }
+    if let Some(credential) = &binding.credential
+        && crate::credential::Checked::parse(&registration.credential_fields, credential).is_none()
+    {
+        return invalid("credential");
     }
     Ok(())
 }

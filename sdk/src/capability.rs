@@ -16,14 +16,17 @@ pub mod http;
 
 /// The Docker Engine subset. The host owns every container's isolation
 /// (user, capabilities, seccomp, read-only root, masks, network, image,
-/// limits): a spec carries only the adapter's own decisions, and the host
-/// labels and checks every resource for the call's allocation.
+/// limits) and every name: a spec carries only the adapter's own decisions,
+/// a container or volume is created only under the allocation's names
+/// (`names`), and the host labels and checks every resource for the call's
+/// allocation.
 pub mod docker {
     pub use crate::__bindings::oac::sandbox_provider::docker::*;
 
     impl ContainerSpec {
-        /// A container named `name` that runs the image's default command,
-        /// with no environment, mounts or extra hosts. Set fields to build on it.
+        /// A container named `name` (the allocation's, from `names`) that
+        /// runs the image's default command, with no environment, mounts or
+        /// extra hosts. Set fields to build on it.
         pub fn new(name: impl Into<String>) -> Self {
             ContainerSpec {
                 name: name.into(),

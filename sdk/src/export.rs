@@ -397,7 +397,7 @@ macro_rules! export_provider {
                 }
                 fn decode_input(
                     _public: String,
-                    _credential: Option<String>,
+                    _credential: Option<Credential>,
                 ) -> Result<Configuration, Error> {
                     $crate::__answer!(
                         $configuration,
@@ -450,7 +450,7 @@ macro_rules! export_provider {
                 }
                 fn with_credential(
                     _owner: Configuration,
-                    _candidate: String,
+                    _candidate: Credential,
                 ) -> Result<Configuration, Error> {
                     $crate::__answer!(
                         $credential_group,

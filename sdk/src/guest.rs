@@ -95,11 +95,16 @@ pub trait VerifyCredential {
 }
 
 /// The kind's configuration: the public object as JSON text and the
-/// credential beside it (errors never echo input).
+/// credential beside it as a handle (errors never echo input). The host
+/// checks each credential against the fields the kind's registration
+/// declares before any of these runs; an adapter sees field names and
+/// lengths, never values, and passes a handle back to keep that credential.
 pub trait ConfigurationAdapter {
     /// Strictly decode an operator's public object and credential.
-    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error>;
-    /// Encode for storage: the credential only in `secret`.
+    fn decode_input(public: String, credential: Option<Credential>)
+    -> Result<Configuration, Error>;
+    /// Encode for storage: the credential only in `secret` (the host stores
+    /// its value).
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error>;
     /// Decode from storage.
     fn decode(stored: StoredConfiguration) -> Result<Configuration, Error>;
@@ -115,7 +120,8 @@ pub trait ConfigurationAdapter {
 /// Replacing a configuration's credential.
 pub trait WithCredential {
     /// `owner`'s configuration with `candidate` as its credential.
-    fn with_credential(owner: Configuration, candidate: String) -> Result<Configuration, Error>;
+    fn with_credential(owner: Configuration, candidate: Credential)
+    -> Result<Configuration, Error>;
 }
 
 /// Discovering configurations from the vendor.

@@ -47,7 +47,8 @@ pub const CONTRACT_VERSION: &str = oac_contract::VERSION;
 /// Value types of the contract.
 pub mod types {
     pub use crate::__bindings::exports::oac::sandbox_provider::configuration_adapter::{
-        Configuration, ConfigurationRequirements, Requirement, StoredConfiguration,
+        Configuration, ConfigurationRequirements, Credential, CredentialField, Requirement,
+        StoredConfiguration,
     };
     pub use crate::__bindings::exports::oac::sandbox_provider::declarations::{
         OperationDeclaration, Support,
@@ -58,6 +59,18 @@ pub mod types {
         Info, LifecycleState, NetworkAccess, Reference, ResumeRequest, Sample, SnapshotIdentity,
         SuspendRequest, Target, UnsupportedOperation,
     };
+
+    impl Credential {
+        /// The length in bytes of field `name`, when the credential has it.
+        /// A credential is a handle: the host holds its value, checked
+        /// against the fields the kind's registration declares.
+        pub fn length(&self, name: &str) -> Option<u32> {
+            self.fields
+                .iter()
+                .find(|field| field.name == name)
+                .map(|field| field.length)
+        }
+    }
 
     impl From<Error> for Failure {
         /// A failure without settlement evidence.

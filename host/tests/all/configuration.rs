@@ -54,7 +54,14 @@ async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
     (origin, seen)
 }
 
-/// A steerable kind of `mode` reaching `origin`, with `credential`.
+/// The credential object of a steerable direct kind, with `key` as its
+/// one field, `api_key`.
+fn key(key: &str) -> String {
+    json!({ "api_key": key }).to_string()
+}
+
+/// A steerable kind of `mode` reaching `origin`, with `credential` (its
+/// `api_key`); a direct kind's credential is `{"api_key": …}`.
 async fn load(
     mode: Mode,
     origin: &str,
@@ -70,10 +77,14 @@ async fn load(
             receipts: false,
             http_endpoint: None,
         },
+        credential_fields: match mode {
+            Mode::Direct => vec!["api_key".into()],
+            Mode::Nodes => Vec::new(),
+        },
         ..steerable("configured")
     };
     let mut binding = binding(None, steering);
-    binding.credential = credential.map(Into::into);
+    binding.credential = credential.map(key);
     load_one(registration, binding, Connect::Capabilities).await
 }
 
@@ -116,7 +127,7 @@ async fn a_node_kinds_configuration_is_the_empty_object_without_credential() {
     );
     for (public, credential) in [(r#"{"image":"x"}"#, None), ("{}", Some("secret"))] {
         assert_eq!(
-            kind.decode_input(public.into(), credential.map(Into::into), budget())
+            kind.decode_input(public.into(), credential.map(key), budget())
                 .await,
             Err(Error::Invalid),
             "{public} {credential:?}"
@@ -124,7 +135,7 @@ async fn a_node_kinds_configuration_is_the_empty_object_without_credential() {
     }
     let with_credential = Configuration {
         public: "{}".into(),
-        credential: Some("secret".into()),
+        credential: Some(key("secret")),
     };
     assert_eq!(
         kind.encode(with_credential, budget()).await,
@@ -141,7 +152,7 @@ async fn a_direct_kinds_credential_travels_apart_from_its_public_object() {
     let decoded = kind
         .decode_input(
             r#"{"template":"base"}"#.into(),
-            Some("secret".into()),
+            Some(r#"{ "api_key": "secret" }"#.into()),
             budget(),
         )
         .await
@@ -155,19 +166,95 @@ async fn a_direct_kinds_credential_travels_apart_from_its_public_object() {
         StoredConfiguration {
             public: r#"{"template":"base"}"#.into(),
             metadata: "{}".into(),
-            secret: Some(b"secret".to_vec()),
-        }
+            secret: Some(br#"{"api_key":"secret"}"#.to_vec()),
+        },
+        "the host stores the credential's canonical text"
     );
     assert!(!format!("{stored:?}{decoded:?}").contains("secret\""));
     assert_eq!(kind.decode(stored, budget()).await, Ok(decoded));
 }
 
+/// A configuration call gets a handle: the credential's field names and
+/// lengths, never its value, so even a component that shows everything it
+/// was given shows no secret.
 #[tokio::test]
-async fn an_answer_showing_the_credential_is_refused() {
+async fn a_configuration_call_sees_the_credential_as_a_handle() {
     let host = load(
         Mode::Direct,
         "http://127.0.0.1:9",
-        json!({ "action": "leak-secret" }),
+        json!({ "action": "show-credential" }),
+        None,
+    )
+    .await
+    .expect("loads");
+    let kind = host.kind("configured").expect("kind");
+    let decoded = kind
+        .decode_input("{}".into(), Some(key("s3cret-value")), budget())
+        .await
+        .expect("decoded");
+    let shown: serde_json::Value = serde_json::from_str(&decoded.public).expect("JSON");
+    assert_eq!(
+        shown,
+        json!({ "handle": 0, "fields": [{ "name": "api_key", "length": 12 }] })
+    );
+    assert_eq!(decoded.credential, Some(key("s3cret-value")));
+    let stored = kind.encode(decoded, budget()).await.expect("encoded");
+    assert!(!stored.metadata.contains("s3cret"), "{}", stored.metadata);
+    assert_eq!(stored.secret, Some(key("s3cret-value").into_bytes()));
+}
+
+/// The credential is checked against the registration's shape before the
+/// component runs: anything else is `invalid`, and nothing is echoed.
+#[tokio::test]
+async fn a_credential_that_does_not_fit_its_shape_is_invalid() {
+    let host = load(Mode::Direct, "http://127.0.0.1:9", json!({}), None)
+        .await
+        .expect("loads");
+    let kind = host.kind("configured").expect("kind");
+    for unfit in [
+        "s3cret",
+        r#"{"api_key":"k","team":"t"}"#,
+        r#"{"token":"k"}"#,
+    ] {
+        assert_eq!(
+            kind.decode_input("{}".into(), Some(unfit.into()), budget())
+                .await,
+            Err(Error::Invalid),
+            "{unfit}"
+        );
+    }
+    let stored = StoredConfiguration {
+        public: "{}".into(),
+        metadata: "{}".into(),
+        secret: Some(b"s3cret".to_vec()),
+    };
+    assert_eq!(kind.decode(stored, budget()).await, Err(Error::Invalid));
+    assert_eq!(
+        kind.replace_credential(Some("s3cret".into())).await,
+        Err(Error::Invalid)
+    );
+    let registration = Registration {
+        mode: Mode::Direct,
+        credential_fields: vec!["api_key".into()],
+        grants: Grants::default(),
+        ..steerable("configured")
+    };
+    let mut unfit = binding(None, json!({}));
+    unfit.credential = Some("s3cret".into());
+    let refused = load_one(registration, unfit, Connect::Capabilities).await;
+    let error = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(error.contains("invalid credential"), "{error}");
+    assert!(!error.contains("s3cret"));
+}
+
+/// A handle the call was never given is no credential: the answer is the
+/// unknown outcome, never another credential's value.
+#[tokio::test]
+async fn an_answer_with_a_forged_handle_is_refused() {
+    let host = load(
+        Mode::Direct,
+        "http://127.0.0.1:9",
+        json!({ "action": "forge-handle" }),
         None,
     )
     .await
@@ -175,19 +262,19 @@ async fn an_answer_showing_the_credential_is_refused() {
     let kind = host.kind("configured").expect("kind");
     let unknown = Err(Error::ComputeUnconfirmed);
     assert_eq!(
-        kind.decode_input("{}".into(), Some("s3cret".into()), budget())
+        kind.decode_input("{}".into(), Some(key("k1")), budget())
             .await,
         unknown
     );
     let configuration = Configuration {
         public: "{}".into(),
-        credential: Some("s3cret".into()),
+        credential: Some(key("k1")),
     };
     assert_eq!(
         kind.encode(configuration, budget()).await.map(drop),
         unknown.map(drop)
     );
-    // Without a credential there is nothing to leak.
+    // Without a credential there is no handle to forge.
     assert!(kind.decode_input("{}".into(), None, budget()).await.is_ok());
 }
 
@@ -199,6 +286,7 @@ async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
         "action": "http-get",
         "url": format!("{origin}/check"),
         "credential_header": "x-api-key",
+        "credential_field": "api_key",
     });
     let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
         .await
@@ -206,7 +294,7 @@ async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
     let kind = host.kind("configured").expect("kind");
     let candidate = Configuration {
         public: "{}".into(),
-        credential: Some("candidate-key".into()),
+        credential: Some(key("candidate-key")),
     };
     kind.verify_credential(candidate.clone(), vec![reference()], budget())
         .await
@@ -236,6 +324,7 @@ async fn verification_and_discovery_may_only_read() {
         "action": "http-post",
         "url": format!("{origin}/mutate"),
         "credential_header": "x-api-key",
+        "credential_field": "api_key",
     });
     let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
         .await
@@ -243,7 +332,7 @@ async fn verification_and_discovery_may_only_read() {
     let kind = host.kind("configured").expect("kind");
     let candidate = Configuration {
         public: "{}".into(),
-        credential: Some("candidate-key".into()),
+        credential: Some(key("candidate-key")),
     };
     assert_eq!(
         kind.verify_credential(candidate.clone(), vec![reference()], budget())
@@ -267,6 +356,7 @@ async fn replacing_the_credential_waits_for_calls_in_flight() {
         "action": "http-get",
         "url": format!("{origin}/slow"),
         "credential_header": "x-api-key",
+        "credential_field": "api_key",
     });
     let host = Arc::new(
         load(Mode::Direct, &origin, steering, Some("old-key"))
@@ -285,8 +375,9 @@ async fn replacing_the_credential_waits_for_calls_in_flight() {
         async move {
             host.kind("configured")
                 .expect("kind")
-                .replace_credential(Some("new-key".into()))
+                .replace_credential(Some(key("new-key")))
                 .await
+                .expect("fits")
         }
     });
     tokio::time::sleep(Duration::from_millis(50)).await;

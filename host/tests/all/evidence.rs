@@ -202,16 +202,8 @@ async fn kill_absence_is_checked_on_the_engine() {
                 .expect("made")
         }
     };
-    make(
-        "with-container",
-        json!({ "action": "container-create", "container": "oac-left" }),
-    )
-    .await;
-    make(
-        "with-volume",
-        json!({ "action": "volume-create", "volume": "oac-left-volume" }),
-    )
-    .await;
+    make("with-container", json!({ "action": "container-create" })).await;
+    make("with-volume", json!({ "action": "volume-create" })).await;
     // Steered to do nothing, Kill answers absence.
     let killer = host(json!({})).await;
     let kind = killer.kind("steerable").expect("kind");

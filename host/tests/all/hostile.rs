@@ -9,6 +9,7 @@
 use crate::support::*;
 use bollard::Docker;
 use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
@@ -63,17 +64,36 @@ async fn act(host: &Host, allocation: &str) -> Result<String, Error> {
         .map(|info| info.provider_id.unwrap_or_default())
 }
 
+/// The host's names for allocation `allocation` of [`INSTALLATION`].
+fn names(allocation: &str) -> AllocationNames {
+    AllocationNames::of(
+        INSTALLATION,
+        &reference(allocation),
+        &sandbox_host::registry::Policy::default().volume_roles,
+    )
+}
+
+/// Allocation `a`'s container name.
+fn a_box() -> String {
+    names("a").container
+}
+
+/// Allocation `a`'s `home` volume name.
+fn a_vol() -> String {
+    names("a").volumes[0].1.clone()
+}
+
 /// Steers one action against `engine` as installation `inst-test`.
 async fn attempt(engine: &FakeDockerEngine, steering: Value) -> Result<String, Error> {
     let host = steered(engine, INSTALLATION, steering, None).await;
     act(&host, "a").await
 }
 
-/// Creates the container `oac-box` for allocation `a`; returns its id.
+/// Creates allocation `a`'s container; returns its id.
 async fn create_box(engine: &FakeDockerEngine) -> String {
     attempt(
         engine,
-        json!({ "action": "container-create", "container": "oac-box" }),
+        json!({ "action": "container-create", "container": a_box() }),
     )
     .await
     .expect("created")
@@ -123,21 +143,21 @@ async fn requests_the_contract_forbids_are_invalid_before_any_request() {
         steering
     };
     let mount = |volume: &str, target: &str, subpath: Option<&str>| json!({ "mounts": [{ "volume": volume, "target": target, "subpath": subpath }] });
-    let upload = |path: &str, archive: Vec<u8>| json!({ "action": "archive-upload", "container": "oac-box", "path": path, "archive": archive });
+    let upload = |path: &str, archive: Vec<u8>| json!({ "action": "archive-upload", "container": a_box(), "path": path, "archive": archive });
     let cases = vec![
         create(json!({ "container": "/escape" })),
         create(json!({ "container": "x" })),
         create(json!({ "container": "0123456789ab" })),
         create(json!({ "container": "a/../b" })),
-        create(mount("oac-vol", "/", None)),
-        create(mount("oac-vol", "/proc", None)),
-        create(mount("oac-vol", "/sys/fs/cgroup", None)),
-        create(mount("oac-vol", "/dev/shm", None)),
-        create(mount("oac-vol", "/tmp", None)),
-        create(mount("oac-vol", "/home/../etc", None)),
-        create(mount("oac-vol", "relative", None)),
-        create(mount("oac-vol", "/data", Some("../up"))),
-        create(mount("oac-vol", "/data", Some("/abs"))),
+        create(mount("@home", "/", None)),
+        create(mount("@home", "/proc", None)),
+        create(mount("@home", "/sys/fs/cgroup", None)),
+        create(mount("@home", "/dev/shm", None)),
+        create(mount("@home", "/tmp", None)),
+        create(mount("@home", "/home/../etc", None)),
+        create(mount("@home", "relative", None)),
+        create(mount("@home", "/data", Some("../up"))),
+        create(mount("@home", "/data", Some("/abs"))),
         create(mount("/etc", "/data", None)),
         create(mount("/var/run/docker.sock", "/var/run/docker.sock", None)),
         create(json!({ "hosts": [["core.internal", "host-gateway"]] })),
@@ -150,8 +170,8 @@ async fn requests_the_contract_forbids_are_invalid_before_any_request() {
         json!({ "action": "container-inspect", "container": "../containers/x" }),
         json!({ "action": "container-start", "container": "abc" }),
         json!({ "action": "container-remove", "container": "oac%2Fx" }),
-        json!({ "action": "exec", "container": "oac-box", "args": [] }),
-        json!({ "action": "exec", "container": "oac-box", "args": ["id"], "working_dir": "tmp" }),
+        json!({ "action": "exec", "container": a_box(), "args": [] }),
+        json!({ "action": "exec", "container": a_box(), "args": ["id"], "working_dir": "tmp" }),
         json!({ "action": "volume-create", "volume": "/etc" }),
         json!({ "action": "volume-inspect", "volume": "../volumes" }),
         json!({ "action": "volume-remove", "volume": "x" }),
@@ -244,13 +264,53 @@ async fn a_container_that_asks_for_nothing_gets_the_whole_policy() {
     }
 }
 
+/// Names are the host's: a container or volume under any other name is
+/// invalid before a request, and an allocation gets one container and one
+/// volume per listed role, however often it asks.
+#[tokio::test]
+async fn an_allocation_gets_only_the_names_the_host_derives() {
+    let engine = fake_engine().await;
+    let unlisted = format!("{}-extra", a_box());
+    for steering in [
+        json!({ "action": "container-create", "container": "oac-mine" }),
+        json!({ "action": "container-create", "container": format!("{}-2", a_box()) }),
+        json!({ "action": "volume-create", "volume": "oac-mine" }),
+        json!({ "action": "volume-create", "volume": unlisted }),
+    ] {
+        assert_eq!(
+            attempt(&engine, steering.clone()).await,
+            Err(Error::Invalid),
+            "{steering}"
+        );
+    }
+    assert!(engine.requests().is_empty(), "{:?}", engine.requests());
+    for _ in 0..3 {
+        let _ = attempt(&engine, json!({ "action": "container-create" })).await;
+        for role in ["@home", "@environment"] {
+            let _ = attempt(
+                &engine,
+                json!({ "action": "volume-create", "volume": role }),
+            )
+            .await;
+        }
+    }
+    assert_eq!(engine.containers(), vec![a_box()]);
+    let mut volumes: Vec<String> = names("a")
+        .volumes
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect();
+    volumes.sort();
+    assert_eq!(engine.volumes(), volumes);
+}
+
 #[tokio::test]
 async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
     let engine = fake_engine().await;
     let owner = steered(
         &engine,
         INSTALLATION,
-        json!({ "action": "volume-create", "volume": "oac-vol-a" }),
+        json!({ "action": "volume-create", "volume": a_vol() }),
         None,
     )
     .await;
@@ -258,51 +318,35 @@ async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
     let owner = steered(
         &engine,
         INSTALLATION,
-        json!({ "action": "container-create", "container": "oac-box-a",
-                "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
+        json!({ "action": "container-create", "container": a_box(),
+                "mounts": [{ "volume": a_vol(), "target": "/data" }] }),
         None,
     )
     .await;
     let id = act(&owner, "a").await.expect("container created for a");
-    let labels_before = engine.volume_labels("oac-vol-a");
+    let labels_before = engine.volume_labels(&a_vol());
     for (installation, allocation) in [(INSTALLATION, "b"), ("other-installation", "a")] {
         for (steering, reads) in [
             (
-                json!({ "action": "container-inspect", "container": "oac-box-a" }),
+                json!({ "action": "container-inspect", "container": a_box() }),
                 1,
             ),
             (json!({ "action": "container-inspect", "container": id }), 1),
             (
-                json!({ "action": "container-start", "container": "oac-box-a" }),
+                json!({ "action": "container-start", "container": a_box() }),
                 1,
             ),
             (json!({ "action": "container-remove", "container": id }), 1),
             (
-                json!({ "action": "container-stats", "container": "oac-box-a" }),
+                json!({ "action": "container-stats", "container": a_box() }),
                 1,
             ),
             (
-                json!({ "action": "exec", "container": "oac-box-a", "args": ["id"] }),
+                json!({ "action": "exec", "container": a_box(), "args": ["id"] }),
                 1,
             ),
-            (
-                json!({ "action": "volume-inspect", "volume": "oac-vol-a" }),
-                1,
-            ),
-            (
-                json!({ "action": "volume-remove", "volume": "oac-vol-a" }),
-                1,
-            ),
-            (
-                json!({ "action": "container-create", "container": "oac-box-b",
-                        "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
-                1,
-            ),
-            // The engine answers an existing name instead of creating it.
-            (
-                json!({ "action": "volume-create", "volume": "oac-vol-a" }),
-                1,
-            ),
+            (json!({ "action": "volume-inspect", "volume": a_vol() }), 1),
+            (json!({ "action": "volume-remove", "volume": a_vol() }), 1),
         ] {
             let host = steered(&engine, installation, steering.clone(), None).await;
             let answer = act(&host, allocation).await;
@@ -314,13 +358,27 @@ async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
             let requests = engine.requests();
             assert_eq!(requests.len(), reads, "{steering}: {requests:?}");
         }
+        // Another allocation's names are never its own: creating under
+        // them, or mounting a volume of them, is invalid before a request.
+        for steering in [
+            json!({ "action": "container-create", "container": "@",
+                    "mounts": [{ "volume": a_vol(), "target": "/data" }] }),
+            json!({ "action": "container-create", "container": a_box() }),
+            json!({ "action": "volume-create", "volume": a_vol() }),
+        ] {
+            let host = steered(&engine, installation, steering.clone(), None).await;
+            let before = engine.requests().len();
+            let answer = act(&host, allocation).await;
+            assert_eq!(
+                answer,
+                Err(Error::Invalid),
+                "{installation}/{allocation}: {steering}"
+            );
+            assert_eq!(engine.requests().len(), before, "{steering}");
+        }
     }
-    assert_eq!(
-        engine.volume_labels("oac-vol-a"),
-        labels_before,
-        "untouched"
-    );
-    assert_eq!(engine.containers(), vec!["oac-box-a".to_string()]);
+    assert_eq!(engine.volume_labels(&a_vol()), labels_before, "untouched");
+    assert_eq!(engine.containers(), vec![a_box()]);
     // Listing shows only the call's own allocation.
     let lister = steered(
         &engine,
@@ -329,7 +387,7 @@ async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
         None,
     )
     .await;
-    assert_eq!(act(&lister, "a").await, Ok("oac-box-a".into()));
+    assert_eq!(act(&lister, "a").await, Ok(a_box()));
     assert_eq!(act(&lister, "b").await, Ok(String::new()));
 }
 
@@ -389,16 +447,16 @@ async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
     ] {
         let swap = Arc::new(Swap {
             engine: engine.clone(),
-            container: "oac-box".into(),
+            container: a_box(),
             action,
             done: AtomicBool::new(false),
             replacement: Mutex::new(None),
         });
         let steering = match action {
-            "exec-create" => json!({ "action": "exec", "container": "oac-box", "args": ["id"] }),
-            "container-remove" => json!({ "action": "container-remove", "container": "oac-box" }),
-            "container-stats" => json!({ "action": "container-stats", "container": "oac-box" }),
-            _ => json!({ "action": "container-start", "container": "oac-box" }),
+            "exec-create" => json!({ "action": "exec", "container": a_box(), "args": ["id"] }),
+            "container-remove" => json!({ "action": "container-remove", "container": a_box() }),
+            "container-stats" => json!({ "action": "container-stats", "container": a_box() }),
+            _ => json!({ "action": "container-start", "container": a_box() }),
         };
         let host = steered(&engine, INSTALLATION, steering, Some(swap.clone())).await;
         let previous = engine.requests();
@@ -419,7 +477,7 @@ async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
             "{action}: the foreign container was named: {requests:?} (before {previous:?})"
         );
         let status = direct(&engine)
-            .inspect_container("oac-box", None)
+            .inspect_container(&a_box(), None)
             .await
             .expect("the foreign container is still there")
             .state
@@ -432,7 +490,7 @@ async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
         // Put one of ours back under the name for the next action.
         direct(&engine)
             .remove_container(
-                "oac-box",
+                &a_box(),
                 None::<bollard::query_parameters::RemoveContainerOptions>,
             )
             .await
@@ -537,7 +595,7 @@ async fn a_container_that_fails_verification_is_invalid_and_never_used() {
         engine.tamper_creates(tamper);
         let answer = attempt(
             &engine,
-            json!({ "action": "run", "container": "oac-box", "cmd": ["sleep", "60"], "args": ["id"] }),
+            json!({ "action": "run", "container": a_box(), "cmd": ["sleep", "60"], "args": ["id"] }),
         )
         .await;
         assert_eq!(answer, Err(Error::Invalid), "{name}");
@@ -549,7 +607,7 @@ async fn a_container_that_fails_verification_is_invalid_and_never_used() {
                 || r.contains("/archive")),
             "{name}: removed or used: {requests:?}"
         );
-        assert_eq!(engine.containers(), vec!["oac-box".to_string()], "{name}");
+        assert_eq!(engine.containers(), vec![a_box()], "{name}");
     }
 }
 
@@ -560,21 +618,17 @@ async fn a_nonconforming_container_left_behind_is_never_started_or_used() {
     let creator = steered(
         &engine,
         INSTALLATION,
-        json!({ "action": "container-create", "container": "oac-box", "cmd": ["sleep", "60"] }),
+        json!({ "action": "container-create", "container": a_box(), "cmd": ["sleep", "60"] }),
         None,
     )
     .await;
     assert_eq!(act(&creator, "a").await, Err(Error::Invalid));
-    assert_eq!(
-        engine.containers(),
-        vec!["oac-box".to_string()],
-        "left behind"
-    );
+    assert_eq!(engine.containers(), vec![a_box()], "left behind");
     let archive = tar_with("f", tar::EntryType::Regular, 0o600, 1000);
     for steering in [
-        json!({ "action": "container-start", "container": "oac-box" }),
-        json!({ "action": "exec", "container": "oac-box", "args": ["id"] }),
-        json!({ "action": "archive-upload", "container": "oac-box", "path": "/tmp", "archive": archive }),
+        json!({ "action": "container-start", "container": a_box() }),
+        json!({ "action": "exec", "container": a_box(), "args": ["id"] }),
+        json!({ "action": "archive-upload", "container": a_box(), "path": "/tmp", "archive": archive }),
     ] {
         assert_eq!(
             attempt(&engine, steering.clone()).await,
@@ -586,14 +640,14 @@ async fn a_nonconforming_container_left_behind_is_never_started_or_used() {
     }
     let inspected = attempt(
         &engine,
-        json!({ "action": "container-inspect", "container": "oac-box" }),
+        json!({ "action": "container-inspect", "container": a_box() }),
     )
     .await
     .expect("inspect");
     assert!(inspected.ends_with("conforms=false"), "{inspected}");
     attempt(
         &engine,
-        json!({ "action": "container-remove", "container": "oac-box" }),
+        json!({ "action": "container-remove", "container": a_box() }),
     )
     .await
     .expect("cleanup still works");
@@ -610,7 +664,7 @@ impl NativeHook for StealVolume {
     fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
         if request.action.name() == "container-create" {
             let foreign = BTreeMap::from([("io.oac.installation".to_string(), "x".to_string())]);
-            self.engine.insert_volume("oac-vol", foreign);
+            self.engine.insert_volume(&a_vol(), foreign);
         }
         None
     }
@@ -621,7 +675,7 @@ async fn mounted_volumes_are_checked_again_after_create() {
     let engine = fake_engine().await;
     attempt(
         &engine,
-        json!({ "action": "volume-create", "volume": "oac-vol" }),
+        json!({ "action": "volume-create", "volume": a_vol() }),
     )
     .await
     .expect("volume");
@@ -631,18 +685,14 @@ async fn mounted_volumes_are_checked_again_after_create() {
     let host = steered(
         &engine,
         INSTALLATION,
-        json!({ "action": "container-create", "container": "oac-box",
-                "mounts": [{ "volume": "oac-vol", "target": "/data" }] }),
+        json!({ "action": "container-create", "container": a_box(),
+                "mounts": [{ "volume": a_vol(), "target": "/data" }] }),
         Some(hook),
     )
     .await;
     assert_eq!(act(&host, "a").await, Err(Error::ComputeUnconfirmed));
     assert!(engine.containers().is_empty(), "the container was removed");
-    assert_eq!(
-        engine.volumes(),
-        vec!["oac-vol".to_string()],
-        "the volume was not"
-    );
+    assert_eq!(engine.volumes(), vec![a_vol()], "the volume was not");
     let requests = engine.requests();
     assert!(
         !requests.iter().any(|r| r.starts_with("DELETE /volumes/")),
@@ -659,13 +709,17 @@ async fn uploads_are_rewritten_owned_by_the_runtime_user() {
                 "mounts": [{ "volume": volume, "target": "/data" }],
                 "path": path, "archive": archive })
     };
-    let outside = attempt(&engine, make("oac-out", "oac-out-vol", "/etc")).await;
+    let outside = act(
+        &steered(&engine, INSTALLATION, make("@", "@home", "/etc"), None).await,
+        "b",
+    )
+    .await;
     assert_eq!(outside, Err(Error::Invalid), "only into a volume mount");
-    attempt(&engine, make("oac-box", "oac-vol", "/data"))
+    attempt(&engine, make("@", "@home", "/data"))
         .await
         .expect("uploaded");
     assert_eq!(
-        engine.file("oac-box", "/data/note"),
+        engine.file(&a_box(), "/data/note"),
         Some((b"x".to_vec(), 0o640, 1000))
     );
 }
@@ -680,15 +734,15 @@ async fn uploads_go_only_where_nothing_has_run() {
     let archive = tar_with("note", tar::EntryType::Regular, 0o640, 1000);
     attempt(
         &engine,
-        json!({ "action": "make-then-upload", "container": "oac-box", "volume": "oac-vol",
-                "mounts": [{ "volume": "oac-vol", "target": "/data" }],
+        json!({ "action": "make-then-upload", "container": a_box(), "volume": a_vol(),
+                "mounts": [{ "volume": a_vol(), "target": "/data" }],
                 "path": "/data", "archive": archive }),
     )
     .await
     .expect("made and uploaded in one call");
     let later = attempt(
         &engine,
-        json!({ "action": "archive-upload", "container": "oac-box", "path": "/data",
+        json!({ "action": "archive-upload", "container": a_box(), "path": "/data",
                 "archive": archive }),
     )
     .await;
@@ -697,10 +751,16 @@ async fn uploads_go_only_where_nothing_has_run() {
         Err(Error::Invalid),
         "a container an earlier call made"
     );
+    attempt(
+        &engine,
+        json!({ "action": "container-remove", "container": a_box() }),
+    )
+    .await
+    .expect("removed");
     let retained = attempt(
         &engine,
-        json!({ "action": "make-then-upload", "container": "oac-box-2", "volume": "oac-vol",
-                "mounts": [{ "volume": "oac-vol", "target": "/data" }],
+        json!({ "action": "make-then-upload", "container": a_box(), "volume": a_vol(),
+                "mounts": [{ "volume": a_vol(), "target": "/data" }],
                 "path": "/data", "archive": archive }),
     )
     .await;
@@ -949,7 +1009,7 @@ async fn an_observation_changes_nothing() {
         &steered(
             &engine,
             INSTALLATION,
-            json!({ "action": "volume-create", "volume": "oac-vol-a" }),
+            json!({ "action": "volume-create", "volume": a_vol() }),
             None,
         )
         .await,
@@ -961,8 +1021,8 @@ async fn an_observation_changes_nothing() {
         &steered(
             &engine,
             INSTALLATION,
-            json!({ "action": "container-create", "container": "oac-box-a",
-                    "mounts": [{ "volume": "oac-vol-a", "target": "/data" }] }),
+            json!({ "action": "container-create", "container": a_box(),
+                    "mounts": [{ "volume": a_vol(), "target": "/data" }] }),
             None,
         )
         .await,
@@ -982,14 +1042,14 @@ async fn an_observation_changes_nothing() {
         steering
     };
     for action in [
-        json!({ "action": "container-start", "container": "oac-box-a" }),
-        json!({ "action": "container-remove", "container": "oac-box-a" }),
-        json!({ "action": "exec", "container": "oac-box-a", "args": ["id"] }),
-        json!({ "action": "archive-upload", "container": "oac-box-a", "path": "/data",
+        json!({ "action": "container-start", "container": a_box() }),
+        json!({ "action": "container-remove", "container": a_box() }),
+        json!({ "action": "exec", "container": a_box(), "args": ["id"] }),
+        json!({ "action": "archive-upload", "container": a_box(), "path": "/data",
                 "archive": tar_with("f", tar::EntryType::Regular, 0o644, 1000) }),
-        json!({ "action": "volume-remove", "volume": "oac-vol-a" }),
-        json!({ "action": "volume-create", "volume": "oac-vol-new" }),
-        json!({ "action": "container-create", "container": "oac-box-new" }),
+        json!({ "action": "volume-remove", "volume": a_vol() }),
+        json!({ "action": "volume-create", "volume": names("a").volumes[1].1 }),
+        json!({ "action": "container-create", "container": a_box() }),
     ] {
         let host = steered(&engine, INSTALLATION, observing(action.clone()), None).await;
         let answer = host
@@ -1004,11 +1064,11 @@ async fn an_observation_changes_nothing() {
             "{action}: nothing sent"
         );
     }
-    assert_eq!(engine.containers(), vec!["oac-box-a".to_string()]);
+    assert_eq!(engine.containers(), vec![a_box()]);
     let reader = steered(
         &engine,
         INSTALLATION,
-        observing(json!({ "action": "container-inspect", "container": "oac-box-a" })),
+        observing(json!({ "action": "container-inspect", "container": a_box() })),
         None,
     )
     .await;
@@ -1021,7 +1081,7 @@ async fn an_observation_changes_nothing() {
     let single = steered(
         &engine,
         INSTALLATION,
-        observing(json!({ "action": "container-start", "container": "oac-box-a" })),
+        observing(json!({ "action": "container-start", "container": a_box() })),
         None,
     )
     .await;

@@ -50,6 +50,7 @@ async fn fetcher_info(
             receipts: false,
             http_endpoint: None,
         },
+        credential_fields: vec!["api_key".into(), "team".into()],
         ..steerable("fetcher")
     };
     let mut binding = binding(None, steering);
@@ -266,7 +267,7 @@ async fn a_credential_the_host_cannot_fill_in_sends_nothing() {
     let url = format!("{origin}/record");
     for (credential, field) in [
         (Some(CREDENTIAL), Some("missing")),
-        (Some("not-json"), Some("api_key")),
+        (None, Some("api_key")),
         (None, None),
     ] {
         let steering = json!({"action": "http-fetch", "url": url,

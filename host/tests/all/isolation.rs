@@ -4,6 +4,7 @@
 //! (`hostile.rs` attacks each container-policy rule.)
 
 use crate::support::*;
+use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{Error, Reference};
@@ -57,17 +58,44 @@ async fn a_foreign_volume_is_inspected_but_never_removed() {
     assert_eq!(recorded, vec!["GET /volumes/oac-victim".to_string()]);
 }
 
+/// The host's names for this file's allocation.
+fn names() -> AllocationNames {
+    AllocationNames::of(
+        INSTALLATION,
+        &reference(),
+        &sandbox_host::registry::Policy::default().volume_roles,
+    )
+}
+
 #[tokio::test]
 async fn a_container_may_not_mount_a_foreign_volume() {
+    // A volume that is not the allocation's is never asked for.
     let (answer, recorded) = outcome_of(json!({
         "action": "container-create",
         "mounts": [{ "volume": "oac-victim", "target": "/data" }],
     }))
     .await;
+    assert_eq!(answer, Err(Error::Invalid));
+    assert!(recorded.is_empty(), "{recorded:?}");
+    // A foreign volume planted under the allocation's own name is seen
+    // for what it is: inspected, never mounted.
+    let home = names().volumes[0].1.clone();
+    let engine = FakeEngine::start().await;
+    engine.seed_foreign_volume(&home);
+    let host = steered_with(
+        &engine,
+        json!({ "action": "container-create", "mounts": [{ "volume": "@home", "target": "/data" }] }),
+    )
+    .await;
+    let answer = host
+        .kind("steerable")
+        .expect("a loaded kind")
+        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
+        .await;
     assert_eq!(answer, Err(Error::Ownership));
     assert_eq!(
-        recorded,
-        vec!["GET /volumes/oac-victim".to_string()],
+        engine.recorded(),
+        vec![format!("GET /volumes/{home}")],
         "no create request"
     );
 }
@@ -86,11 +114,7 @@ async fn a_well_formed_spec_reaches_the_engine_once() {
 #[tokio::test]
 async fn every_engine_request_names_the_pinned_api_version() {
     let engine = FakeEngine::start().await;
-    let host = steered_with(
-        &engine,
-        json!({ "action": "container-create", "container": "oac-box" }),
-    )
-    .await;
+    let host = steered_with(&engine, json!({ "action": "container-create" })).await;
     let _ = host
         .kind("steerable")
         .expect("a loaded kind")
@@ -102,7 +126,10 @@ async fn every_engine_request_names_the_pinned_api_version() {
     assert_eq!(raw.first().map(String::as_str), Some("/version"));
     assert_eq!(
         raw[1..].to_vec(),
-        vec!["/v1.45/containers/create?name=oac-box".to_string()]
+        vec![format!(
+            "/v1.45/containers/create?name={}",
+            names().container
+        )]
     );
 }
 

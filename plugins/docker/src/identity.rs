@@ -1,41 +1,45 @@
-//! Names of an allocation's three resources. Names are derived from a hash,
-//! so a collision is possible only by design of an attacker; ownership is
+//! Names of an allocation's three resources: the host's (`docker::names`),
+//! which a container or volume is only ever created under. Ownership is
 //! decided by the labels the host puts on and checks, never by the name.
 
-use oac_provider_sdk::types::Reference;
-use sha2::{Digest, Sha256};
+use oac_provider_sdk::capability::docker;
+use oac_provider_sdk::types::{Error, Reference};
 
 /// The container and volume names of one allocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
     /// Container name.
     pub container: String,
-    /// Volume mounted at /home.
+    /// Volume mounted at /home (role `home`).
     pub home: String,
-    /// Volume mounted at /environment (and its `workspace` at /workspace).
+    /// Volume mounted at /environment (and its `workspace` at /workspace;
+    /// role `environment`).
     pub environment: String,
 }
 
 impl Identity {
-    /// Derives the names from installation + tenant + environment + allocation.
-    pub fn of(installation: &str, allocation: &Reference) -> Self {
-        let mut hash = Sha256::new();
-        for part in [
-            installation,
-            &allocation.tenant_id,
-            &allocation.environment_id,
-            &allocation.allocation_id,
-        ] {
-            hash.update((part.len() as u64).to_be_bytes());
-            hash.update(part.as_bytes());
-        }
-        let digest = hex::encode(hash.finalize());
-        let container = format!("oac-{}", &digest[..32]);
-        Identity {
-            home: format!("{container}-home"),
-            environment: format!("{container}-environment"),
-            container,
-        }
+    /// The names the host gives `allocation`'s resources. A kind whose
+    /// policy lists no `home` or `environment` volume cannot run this
+    /// adapter: `invalid`.
+    pub fn of(allocation: &Reference) -> Result<Self, Error> {
+        let names = docker::names(allocation).map_err(|_| Error::ComputeUnconfirmed)?;
+        Self::from_names(names)
+    }
+
+    fn from_names(names: docker::AllocationNames) -> Result<Self, Error> {
+        let volume = |role: &str| {
+            names
+                .volumes
+                .iter()
+                .find(|volume| volume.role == role)
+                .map(|volume| volume.name.clone())
+                .ok_or(Error::Invalid)
+        };
+        Ok(Identity {
+            home: volume("home")?,
+            environment: volume("environment")?,
+            container: names.container,
+        })
     }
 }
 
@@ -43,32 +47,29 @@ impl Identity {
 mod tests {
     use super::*;
 
-    fn reference(tenant: &str, environment: &str, allocation: &str) -> Reference {
-        Reference {
-            tenant_id: tenant.into(),
-            environment_id: environment.into(),
-            allocation_id: allocation.into(),
+    fn names(roles: &[&str]) -> docker::AllocationNames {
+        docker::AllocationNames {
+            container: "oac-c".into(),
+            volumes: roles
+                .iter()
+                .map(|role| docker::VolumeName {
+                    role: (*role).into(),
+                    name: format!("oac-c-{role}"),
+                })
+                .collect(),
         }
     }
 
     #[test]
-    fn names_depend_on_every_part_and_cannot_be_shifted() {
-        let base = Identity::of("inst", &reference("t", "e", "a"));
-        assert_eq!(base, Identity::of("inst", &reference("t", "e", "a")));
-        assert_ne!(
-            base.container,
-            Identity::of("other", &reference("t", "e", "a")).container
+    fn the_adapter_needs_a_home_and_an_environment_volume() {
+        assert_eq!(
+            Identity::from_names(names(&["environment", "home"])),
+            Ok(Identity {
+                container: "oac-c".into(),
+                home: "oac-c-home".into(),
+                environment: "oac-c-environment".into(),
+            })
         );
-        assert_ne!(
-            base.container,
-            Identity::of("inst", &reference("t", "e", "b")).container
-        );
-        assert_ne!(
-            Identity::of("inst", &reference("ab", "c", "a")).container,
-            Identity::of("inst", &reference("a", "bc", "a")).container
-        );
-        assert_eq!(base.home, format!("{}-home", base.container));
-        assert_eq!(base.environment, format!("{}-environment", base.container));
-        assert_eq!(base.container.len(), 36);
+        assert_eq!(Identity::from_names(names(&["home"])), Err(Error::Invalid));
     }
 }

@@ -24,7 +24,7 @@ impl Call {
     fn new(allocation: &Reference) -> Result<Self, Error> {
         Ok(Call {
             configuration: NodeConfiguration::parse(&context::configuration())?,
-            identity: Identity::of(&context::installation_id(), allocation),
+            identity: Identity::of(allocation)?,
         })
     }
 }
@@ -302,7 +302,10 @@ fn node_configuration(configuration: &Configuration) -> Result<Configuration, Er
 }
 
 impl ConfigurationAdapter for DockerProvider {
-    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+    fn decode_input(
+        public: String,
+        credential: Option<Credential>,
+    ) -> Result<Configuration, Error> {
         node_configuration(&Configuration { public, credential })
     }
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
@@ -396,9 +399,9 @@ mod tests {
 
     #[test]
     fn a_node_configuration_takes_no_credential() {
-        let with = |credential: Option<&str>| Configuration {
+        let with = |credential: Option<Credential>| Configuration {
             public: "{ }".into(),
-            credential: credential.map(Into::into),
+            credential,
         };
         assert_eq!(
             node_configuration(&with(None)),
@@ -408,7 +411,10 @@ mod tests {
             })
         );
         assert_eq!(
-            node_configuration(&with(Some("secret"))),
+            node_configuration(&with(Some(Credential {
+                handle: 0,
+                fields: Vec::new()
+            }))),
             Err(Error::Invalid)
         );
     }

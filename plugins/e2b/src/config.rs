@@ -2,7 +2,7 @@
 //! UUID>`), `api_url` and `domain` (both empty: E2B's own), and the
 //! sandbox's `cpu_count` and `memory_mb` (omitted: selection discovery
 //! adopts the build's). Credential: `{"api_key": "…"}`, which the host
-//! fills into requests and the adapter never sees outside `decode-input`.
+//! holds and fills into requests; the adapter sees only its length.
 
 use oac_provider_sdk::endpoint;
 use oac_provider_sdk::prelude::*;
@@ -123,23 +123,15 @@ impl Configuration {
     }
 }
 
-/// The credential object: exactly `{"api_key": "<key>"}`, a key of 1..256
-/// visible ASCII characters.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Credential {
-    api_key: String,
-}
-
-/// Checks a credential's shape without keeping it.
-pub fn check_credential(text: &str) -> Result<(), Error> {
-    let credential: Credential = serde_json::from_str(text).map_err(|_| Error::Invalid)?;
-    let key = credential.api_key.as_bytes();
-    let visible = key.iter().all(|b| b.is_ascii_graphic());
-    if key.is_empty() || key.len() > 256 || !visible {
-        return Err(Error::Invalid);
-    }
-    Ok(())
+/// Checks a credential's shape: the registration declares one field,
+/// `api_key` (the host refuses anything else before the adapter runs), and
+/// E2B keys are at most 256 bytes.
+pub fn check_credential(credential: &Credential) -> Result<(), Error> {
+    let fits = credential.fields.len() == 1
+        && credential
+            .length("api_key")
+            .is_some_and(|length| (1..=256).contains(&length));
+    fits.then_some(()).ok_or(Error::Invalid)
 }
 
 #[cfg(test)]
@@ -212,17 +204,29 @@ mod tests {
         }
     }
 
+    fn credential(fields: &[(&str, u32)]) -> Credential {
+        Credential {
+            handle: 0,
+            fields: fields
+                .iter()
+                .map(|(name, length)| CredentialField {
+                    name: (*name).into(),
+                    length: *length,
+                })
+                .collect(),
+        }
+    }
+
     #[test]
     fn a_credential_is_exactly_an_api_key() {
-        assert_eq!(check_credential(r#"{"api_key":"e2b_0123"}"#), Ok(()));
+        assert_eq!(check_credential(&credential(&[("api_key", 12)])), Ok(()));
         for bad in [
-            r#"{"api_key":""}"#,
-            r#"{"api_key":"with space"}"#,
-            r#"{"api_key":"k","team":"t"}"#,
-            r#""e2b_0123""#,
-            "e2b_0123",
+            credential(&[("api_key", 0)]),
+            credential(&[("api_key", 257)]),
+            credential(&[("api_key", 12), ("team", 1)]),
+            credential(&[("token", 12)]),
         ] {
-            assert_eq!(check_credential(bad), Err(Error::Invalid), "{bad}");
+            assert_eq!(check_credential(&bad), Err(Error::Invalid), "{bad:?}");
         }
     }
 }

@@ -34,17 +34,20 @@ fn checked(configuration: Configuration) -> Result<(Configuration, config::Confi
 }
 
 /// Strictly decodes an operator's input.
-pub fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+pub fn decode_input(
+    public: String,
+    credential: Option<Credential>,
+) -> Result<Configuration, Error> {
     checked(Configuration { public, credential }).map(|(configuration, _)| configuration)
 }
 
-/// Storage: the credential's bytes only in `secret`.
+/// Storage: the credential only in `secret`.
 pub fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
     let (configuration, _) = checked(configuration)?;
     Ok(StoredConfiguration {
         public: configuration.public,
         metadata: "{}".into(),
-        secret: configuration.credential.map(String::into_bytes),
+        secret: configuration.credential,
     })
 }
 
@@ -53,9 +56,7 @@ pub fn decode(stored: StoredConfiguration) -> Result<Configuration, Error> {
     if stored.metadata != "{}" {
         return Err(Error::Invalid);
     }
-    let secret = stored.secret.ok_or(Error::Invalid)?;
-    let credential = String::from_utf8(secret).map_err(|_| Error::Invalid)?;
-    decode_input(stored.public, Some(credential))
+    decode_input(stored.public, Some(stored.secret.ok_or(Error::Invalid)?))
 }
 
 /// The canonical form.
@@ -83,7 +84,10 @@ pub fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
 }
 
 /// `owner` with `candidate` as its credential.
-pub fn with_credential(owner: Configuration, candidate: String) -> Result<Configuration, Error> {
+pub fn with_credential(
+    owner: Configuration,
+    candidate: Credential,
+) -> Result<Configuration, Error> {
     normalize(Configuration {
         public: owner.public,
         credential: Some(candidate),
@@ -95,7 +99,20 @@ mod tests {
     use super::*;
 
     const TEMPLATE: &str = "base:2c5d9a1e-8b3f-4c6d-9e7f-0a1b2c3d4e5f";
-    const KEY: &str = r#"{"api_key":"e2b_0123456789"}"#;
+    /// The host's handle for `{"api_key":"e2b_0123456789"}`.
+    fn key() -> Credential {
+        key_of(0, 14)
+    }
+
+    fn key_of(handle: u32, length: u32) -> Credential {
+        Credential {
+            handle,
+            fields: vec![CredentialField {
+                name: "api_key".into(),
+                length,
+            }],
+        }
+    }
 
     fn public(extra: &str) -> String {
         format!(r#"{{"template":"{TEMPLATE}"{extra}}}"#)
@@ -103,10 +120,10 @@ mod tests {
 
     #[test]
     fn defaults_and_the_same_endpoint_written_out_are_one_configuration() {
-        let implicit = decode_input(public(""), Some(KEY.into())).expect("valid");
+        let implicit = decode_input(public(""), Some(key())).expect("valid");
         let explicit = decode_input(
             public(r#","api_url":"https://api.e2b.app","domain":"e2b.app""#),
-            Some(KEY.into()),
+            Some(key()),
         )
         .expect("valid");
         assert_eq!(implicit, explicit);
@@ -116,16 +133,15 @@ mod tests {
                 r#"{{"template":"{TEMPLATE}","api_url":"https://api.e2b.app","domain":"e2b.app"}}"#
             )
         );
-        assert!(!implicit.public.contains("e2b_0123456789"));
     }
 
     #[test]
     fn the_credential_is_stored_only_as_the_secret_and_comes_back() {
-        let configuration = decode_input(public(""), Some(KEY.into())).expect("valid");
+        let configuration = decode_input(public(""), Some(key())).expect("valid");
         let stored = encode(configuration.clone()).expect("encoded");
         assert_eq!(stored.metadata, "{}");
         assert!(!stored.public.contains("api_key"));
-        assert_eq!(stored.secret.as_deref(), Some(KEY.as_bytes()));
+        assert_eq!(stored.secret, Some(key()));
         assert_eq!(decode(stored), Ok(configuration));
         assert_eq!(
             decode_input(public(""), None),
@@ -136,15 +152,15 @@ mod tests {
 
     #[test]
     fn a_change_keeps_the_endpoint() {
-        let previous = decode_input(public(""), Some(KEY.into())).expect("valid");
-        let resized = decode_input(public(r#","cpu_count":4"#), Some(KEY.into())).expect("valid");
+        let previous = decode_input(public(""), Some(key())).expect("valid");
+        let resized = decode_input(public(r#","cpu_count":4"#), Some(key())).expect("valid");
         assert_eq!(
             resolve_change(resized.clone(), previous.clone()),
             Ok(resized)
         );
         let moved = decode_input(
             public(r#","api_url":"https://api.x.dev","domain":"x.dev""#),
-            Some(KEY.into()),
+            Some(key()),
         )
         .expect("valid");
         assert_eq!(resolve_change(moved, previous), Err(Error::Invalid));
@@ -152,16 +168,13 @@ mod tests {
 
     #[test]
     fn a_new_credential_is_checked() {
-        let owner = decode_input(public(""), Some(KEY.into())).expect("valid");
-        let replaced =
-            with_credential(owner.clone(), r#"{"api_key":"e2b_new"}"#.into()).expect("valid");
+        let owner = decode_input(public(""), Some(key())).expect("valid");
+        let replaced = with_credential(owner.clone(), key_of(1, 7)).expect("valid");
+        assert_eq!(replaced.credential, Some(key_of(1, 7)));
         assert_eq!(
-            replaced.credential.as_deref(),
-            Some(r#"{"api_key":"e2b_new"}"#)
-        );
-        assert_eq!(
-            with_credential(owner, "not-json".into()),
-            Err(Error::Invalid)
+            with_credential(owner, key_of(2, 300)),
+            Err(Error::Invalid),
+            "longer than any E2B key"
         );
     }
 }

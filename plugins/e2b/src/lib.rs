@@ -111,7 +111,10 @@ impl VerifyCredential for E2bProvider {
 }
 
 impl ConfigurationAdapter for E2bProvider {
-    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+    fn decode_input(
+        public: String,
+        credential: Option<Credential>,
+    ) -> Result<Configuration, Error> {
         configuration::decode_input(public, credential)
     }
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
@@ -135,7 +138,10 @@ impl ConfigurationAdapter for E2bProvider {
 }
 
 impl WithCredential for E2bProvider {
-    fn with_credential(owner: Configuration, candidate: String) -> Result<Configuration, Error> {
+    fn with_credential(
+        owner: Configuration,
+        candidate: Credential,
+    ) -> Result<Configuration, Error> {
         configuration::with_credential(owner, candidate)
     }
 }

@@ -89,10 +89,11 @@ impl exports::sandbox_provider::Guest for Mutant {
     fn kill(allocation: Reference) -> Result<Info, Failure> {
         #[cfg(feature = "delete-foreign")]
         {
-            let names = identity::Identity::of(&context::installation_id(), &allocation);
-            let _ = docker::container_remove(&names.container, true);
-            let _ = docker::volume_remove(&names.home);
-            let _ = docker::volume_remove(&names.environment);
+            if let Ok(names) = identity::Identity::of(&allocation) {
+                let _ = docker::container_remove(&names.container, true);
+                let _ = docker::volume_remove(&names.home);
+                let _ = docker::volume_remove(&names.environment);
+            }
         }
         let answer = Real::kill(allocation);
         #[cfg(feature = "settle-on-observation")]
@@ -171,7 +172,10 @@ impl exports::configuration_adapter::Guest for Mutant {
             configuration_discovery: false,
         }
     }
-    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+    fn decode_input(
+        public: String,
+        credential: Option<Credential>,
+    ) -> Result<Configuration, Error> {
         Real::decode_input(public, credential)
     }
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
@@ -192,7 +196,7 @@ impl exports::configuration_adapter::Guest for Mutant {
     fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
         Real::equal(left, right)
     }
-    fn with_credential(_: Configuration, _: String) -> Result<Configuration, Error> {
+    fn with_credential(_: Configuration, _: Credential) -> Result<Configuration, Error> {
         Err(unsupported(Operation::WithCredential, NO_CREDENTIAL))
     }
     fn discover_configuration(_: String) -> Result<Vec<String>, Error> {

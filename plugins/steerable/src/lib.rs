@@ -7,13 +7,15 @@
 //!
 //! Docker actions call one capability function with the steered arguments
 //! (`container`, `volume`, `args`, `env`, `mounts`, `hosts`, `working_dir`,
-//! `path`, `archive`) and answer its result as the provider id: a component
+//! `path`, `archive`; a name `@` is the host's name for the allocation's
+//! container, `@<role>` for its volume of that role, and these are the
+//! defaults: `@` and `@home`) and answer its result as the provider id: a component
 //! that asks for whatever the contract lets it ask, so the tests can show
 //! the host refuses what it must. `run` creates a container, starts it and
 //! execs `args` in it, answering the command's stdout; `plant-then-upload`
 //! does the same on a volume it creates (planting a link with `args`), then
-//! uploads `archive` at `path` into a second container on that volume and
-//! into the first; `make-then-upload` makes a volume and a container on it
+//! replaces the container by a second one on that volume and uploads
+//! `archive` at `path` into the second and into the first; `make-then-upload` makes a volume and a container on it
 //! and uploads before any start, as the Docker adapter's Create does.
 //!
 //! `vendor` makes create, get-info, renew and kill the lifecycle of one
@@ -34,6 +36,10 @@
 //! request; `method` and `body` make `http-fetch` another request.
 //! `http-flood` holds `count` requests to `url` open at once and answers
 //! how many the host let it open.
+//!
+//! In the configuration adapter, `show-credential` answers what the call
+//! was given of its credential (the handle) as its public object, and
+//! `forge-handle` answers a credential handle it was never given.
 //!
 //! `answer` answers the steered `answer` text as its provider id, and
 //! `log-steered` logs the steered `event` with the steered `fields`: what a
@@ -130,16 +136,24 @@ fn steered_get(steering: &Steering) -> Result<u16, Error> {
 fn steered_request(steering: &Steering, method: http::Method) -> Result<u16, Error> {
     let url = steering.url.clone().unwrap_or_default();
     let mut request = http::Request::new(method, url);
-    request.credential = steering
-        .credential_header
-        .clone()
-        .map(http::CredentialHeader::new);
+    request.credential = steered_credential(steering);
     http::send(&request)
         .map(|response| response.status)
         .map_err(|error| match error {
             http::HttpError::Denied => Error::Invalid,
             _ => Error::ComputeUnconfirmed,
         })
+}
+
+/// The steered credential header, from the steered field if one is named.
+fn steered_credential(steering: &Steering) -> Option<http::CredentialHeader> {
+    steering.credential_header.clone().map(|name| {
+        let header = http::CredentialHeader::new(name);
+        match &steering.credential_field {
+            Some(field) => header.field(field),
+            None => header,
+        }
+    })
 }
 
 /// `http-fetch`: a GET of `url` with the steered headers and credential,
@@ -156,13 +170,7 @@ fn fetched(steering: &Steering) -> String {
     let mut request = http::Request::new(method, steering.url.clone().unwrap_or_default());
     request.headers = steering.headers.clone();
     request.body = steering.body.clone().unwrap_or_default().into_bytes();
-    request.credential = steering.credential_header.clone().map(|name| {
-        let header = http::CredentialHeader::new(name);
-        match &steering.credential_field {
-            Some(field) => header.field(field),
-            None => header,
-        }
-    });
+    request.credential = steered_credential(steering);
     let answer = (|| -> Result<String, http::HttpError> {
         let mut streaming = http::open(&request)?;
         if steering.action == "http-stream" {
@@ -380,7 +388,11 @@ fn from_docker(error: docker::DockerError) -> Error {
 
 /// The container spec the steering asks for: only what the contract lets a
 /// component decide.
-fn steered_spec(steering: &Steering, container: &str) -> docker::ContainerSpec {
+fn steered_spec(
+    steering: &Steering,
+    container: &str,
+    allocation: &Reference,
+) -> docker::ContainerSpec {
     docker::ContainerSpec {
         cmd: steering.cmd.clone(),
         env: steering.env.clone(),
@@ -390,7 +402,10 @@ fn steered_spec(steering: &Steering, container: &str) -> docker::ContainerSpec {
             .iter()
             .map(|mount| docker::VolumeMount {
                 subpath: mount.subpath.clone(),
-                ..docker::VolumeMount::new(mount.volume.clone(), mount.target.clone())
+                ..docker::VolumeMount::new(
+                    resolved_name(allocation, &mount.volume),
+                    mount.target.clone(),
+                )
             })
             .collect(),
         extra_hosts: steering
@@ -449,16 +464,33 @@ fn one_file_archive(bytes: usize) -> Vec<u8> {
     archive
 }
 
+/// A steered resource name: `@` is the host's name for the allocation's
+/// container, `@<role>` for its volume of that role (`docker::names`);
+/// anything else is taken as it is.
+fn resolved_name(allocation: &Reference, name: &str) -> String {
+    let Some(role) = name.strip_prefix('@') else {
+        return name.to_string();
+    };
+    let Ok(names) = docker::names(allocation) else {
+        return name.to_string();
+    };
+    if role.is_empty() {
+        return names.container;
+    }
+    names
+        .volumes
+        .into_iter()
+        .find(|volume| volume.role == role)
+        .map_or_else(|| name.to_string(), |volume| volume.name)
+}
+
 /// One steered Docker action; `None` when the action is not a Docker one.
 fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<String, Error>> {
-    let volume = steering
-        .volume
-        .clone()
-        .unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
-    let container = steering
-        .container
-        .clone()
-        .unwrap_or_else(|| format!("oac-steerable-{}", allocation.allocation_id));
+    let named = |name: &Option<String>, default: &str| {
+        resolved_name(allocation, name.as_deref().unwrap_or(default))
+    };
+    let volume = named(&steering.volume, "@home");
+    let container = named(&steering.container, "@");
     let answer = match steering.action.as_str() {
         "version" => docker::version().map(|version| version.api_version),
         "runtime-image" => docker::runtime_image().map(|image| image.id),
@@ -466,7 +498,9 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
         "volume-inspect" => docker::volume_inspect(&volume).map(|()| volume),
         "volume-remove" => docker::volume_remove(&volume).map(|()| String::new()),
         "volume-list" => docker::volume_list().map(|names| names.join(",")),
-        "container-create" => docker::container_create(&steered_spec(steering, &container)),
+        "container-create" => {
+            docker::container_create(&steered_spec(steering, &container, allocation))
+        }
         "container-inspect" => docker::container_inspect(&container)
             .map(|found| format!("{} conforms={}", found.id, found.conforms)),
         "container-start" => docker::container_start(&container).map(|()| String::new()),
@@ -489,7 +523,7 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
         "make-then-upload" => {
             let make = || -> Result<String, Error> {
                 docker::volume_create(&volume).map_err(from_docker)?;
-                let id = docker::container_create(&steered_spec(steering, &container))
+                let id = docker::container_create(&steered_spec(steering, &container, allocation))
                     .map_err(from_docker)?;
                 let generated = steering.count.map(|bytes| one_file_archive(bytes as usize));
                 let archive = generated.as_deref().unwrap_or(&steering.archive);
@@ -507,7 +541,7 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
         "plant-then-upload" => {
             let plant = || -> Result<String, Error> {
                 docker::volume_create(&volume).map_err(from_docker)?;
-                let id = docker::container_create(&steered_spec(steering, &container))
+                let id = docker::container_create(&steered_spec(steering, &container, allocation))
                     .map_err(from_docker)?;
                 docker::archive_upload(&id, &steering.setup_path, &steering.setup)
                     .map_err(from_docker)?;
@@ -516,16 +550,19 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
                 if planted.exit_code != Some(0) {
                     return Err(Error::RuntimeNotRunning);
                 }
-                let second = docker::container_create(&steered_spec(
-                    steering,
-                    &format!("{container}-2"),
-                ))
-                .map_err(from_docker)?;
-                let upload = |into: &str| {
-                    match docker::archive_upload(into, &steering.path, &steering.archive) {
-                        Ok(()) => "ok".to_string(),
-                        Err(error) => format!("{:?}", from_docker(error)),
-                    }
+                // An allocation has one container: the second takes the
+                // first one's place, on the same volume.
+                docker::container_remove(&id, true).map_err(from_docker)?;
+                let second =
+                    docker::container_create(&steered_spec(steering, &container, allocation))
+                        .map_err(from_docker)?;
+                let upload = |into: &str| match docker::archive_upload(
+                    into,
+                    &steering.path,
+                    &steering.archive,
+                ) {
+                    Ok(()) => "ok".to_string(),
+                    Err(error) => format!("{:?}", from_docker(error)),
                 };
                 Ok(format!("{},{}", upload(&second), upload(&id)))
             };
@@ -533,7 +570,7 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
         }
         "run" => {
             let run = || -> Result<String, Error> {
-                let id = docker::container_create(&steered_spec(steering, &container))
+                let id = docker::container_create(&steered_spec(steering, &container, allocation))
                     .map_err(from_docker)?;
                 docker::container_start(&id).map_err(from_docker)?;
                 completed(docker::exec(&id, &exec_spec(steering)).map_err(from_docker)?)
@@ -604,10 +641,8 @@ fn act(steering: &Steering, allocation: Reference) -> Result<Info, Error> {
         }
         "http-fetch" | "http-stream" => Ok(info(allocation, Some(fetched(steering)))),
         "http-flood" => {
-            let request = http::Request::new(
-                http::Method::Get,
-                steering.url.clone().unwrap_or_default(),
-            );
+            let request =
+                http::Request::new(http::Method::Get, steering.url.clone().unwrap_or_default());
             let mut open = Vec::new();
             for _ in 0..steering.count.unwrap_or(3_000) {
                 match http::open(&request) {
@@ -903,13 +938,36 @@ impl exports::credential_verifier::Guest for Steerable {
     }
 }
 
-/// `{"key": <credential>}`: what action `leak-secret` shows.
-fn json_with_secret(credential: &Option<String>) -> String {
-    serde_json::json!({ "key": credential }).to_string()
+/// Everything the component was given of a credential, as JSON: what
+/// action `show-credential` shows (the host hands it a handle, so this is
+/// all a configuration call could pass on).
+fn shown_credential(credential: &Option<Credential>) -> String {
+    let fields: Option<Vec<serde_json::Value>> = credential.as_ref().map(|credential| {
+        credential
+            .fields
+            .iter()
+            .map(|field| serde_json::json!({ "name": field.name, "length": field.length }))
+            .collect()
+    });
+    let handle = credential.as_ref().map(|credential| credential.handle);
+    serde_json::json!({ "handle": handle, "fields": fields }).to_string()
+}
+
+/// The credential `action` answers with: `forge-handle` names one the call
+/// was never given.
+fn kept(credential: Option<Credential>, action: &str) -> Option<Credential> {
+    match (credential, action) {
+        (Some(credential), "forge-handle") => Some(Credential {
+            handle: credential.handle + 1,
+            ..credential
+        }),
+        (credential, _) => credential,
+    }
 }
 
 /// A plain configuration: the public object and credential as given
-/// (action `leak-secret` copies the credential where Core may show it).
+/// (action `show-credential` answers what it was given of the credential
+/// as its public object; `forge-handle` answers a handle it was not given).
 impl exports::configuration_adapter::Guest for Steerable {
     fn requirements() -> ConfigurationRequirements {
         let declaration = steering().declaration;
@@ -926,44 +984,43 @@ impl exports::configuration_adapter::Guest for Steerable {
             configuration_discovery: declaration == "discovery-mismatch",
         }
     }
-    fn decode_input(public: String, credential: Option<String>) -> Result<Configuration, Error> {
+    fn decode_input(
+        public: String,
+        credential: Option<Credential>,
+    ) -> Result<Configuration, Error> {
         let steering = steering();
         if steering.action == "reach" {
-            let outcomes: serde_json::Map<String, serde_json::Value> =
-                reach(&steering)
-                    .into_iter()
-                    .map(|(capability, outcome)| (capability, outcome.into()))
-                    .collect();
+            let outcomes: serde_json::Map<String, serde_json::Value> = reach(&steering)
+                .into_iter()
+                .map(|(capability, outcome)| (capability, outcome.into()))
+                .collect();
             let public = serde_json::Value::Object(outcomes).to_string();
             return Ok(Configuration { public, credential });
         }
-        if steering.action == "leak-secret" {
-            // The credential copied into the public object.
-            let public = json_with_secret(&credential);
+        if steering.action == "show-credential" {
+            let public = shown_credential(&credential);
             return Ok(Configuration { public, credential });
         }
+        let credential = kept(credential, &steering.action);
         Ok(Configuration { public, credential })
     }
     fn encode(configuration: Configuration) -> Result<StoredConfiguration, Error> {
-        let metadata = if steering().action == "leak-secret" {
-            json_with_secret(&configuration.credential)
+        let action = steering().action;
+        let metadata = if action == "show-credential" {
+            shown_credential(&configuration.credential)
         } else {
             "{}".into()
         };
         Ok(StoredConfiguration {
             public: configuration.public,
             metadata,
-            secret: configuration.credential.map(String::into_bytes),
+            secret: kept(configuration.credential, &action),
         })
     }
     fn decode(stored: StoredConfiguration) -> Result<Configuration, Error> {
-        let credential = stored
-            .secret
-            .map(|secret| String::from_utf8(secret).map_err(|_| Error::Invalid))
-            .transpose()?;
         Ok(Configuration {
             public: stored.public,
-            credential,
+            credential: stored.secret,
         })
     }
     fn normalize(configuration: Configuration) -> Result<Configuration, Error> {
@@ -978,7 +1035,10 @@ impl exports::configuration_adapter::Guest for Steerable {
     fn equal(left: Configuration, right: Configuration) -> Result<bool, Error> {
         Ok(left == right)
     }
-    fn with_credential(_owner: Configuration, _candidate: String) -> Result<Configuration, Error> {
+    fn with_credential(
+        _owner: Configuration,
+        _candidate: Credential,
+    ) -> Result<Configuration, Error> {
         Err(reasoned("with-credential"))
     }
     fn discover_configuration(_query: String) -> Result<Vec<String>, Error> {

@@ -84,6 +84,21 @@ impl CallState {
 }
 
 impl docker::Host for CallState {
+    async fn names(
+        &mut self,
+        allocation: docker::Reference,
+    ) -> Result<docker::AllocationNames, docker::DockerError> {
+        let reference = allocation.into();
+        let names = self.docker("names", "", Effect::Reads)?.names(&reference)?;
+        Ok(docker::AllocationNames {
+            container: names.container,
+            volumes: names
+                .volumes
+                .into_iter()
+                .map(|(role, name)| docker::VolumeName { role, name })
+                .collect(),
+        })
+    }
     async fn version(&mut self) -> Result<docker::EngineVersion, docker::DockerError> {
         self.docker("version", "", Effect::Reads)?.version().await
     }

@@ -10,6 +10,7 @@ mod engine;
 mod fresh;
 pub(crate) mod imports;
 pub mod inspection;
+pub mod names;
 pub mod policy;
 mod proven;
 pub(crate) mod request;
@@ -29,6 +30,7 @@ use engine::{Body, Engine, EngineError};
 pub(crate) use fresh::Fresh;
 use hyper::Method;
 use inspection::InspectedContainer;
+use oac_provider_api::types::Reference;
 use policy::ContainerPolicy;
 use proven::Proof;
 pub(crate) use proven::ProvenContainers;
@@ -64,6 +66,8 @@ pub(crate) struct DockerBroker {
     engine: Engine,
     installation: String,
     policy: Arc<ContainerPolicy>,
+    /// The kind's volume roles: what [`names::AllocationNames`] names.
+    volume_roles: Arc<[String]>,
     boundary: Boundary,
 }
 
@@ -144,6 +148,7 @@ impl DockerBroker {
         socket: &Path,
         installation: &str,
         policy: ContainerPolicy,
+        volume_roles: &[String],
         timeout: Duration,
         boundary: Boundary,
     ) -> Result<Self, DockerConnectError> {
@@ -164,6 +169,7 @@ impl DockerBroker {
             engine,
             installation: installation.to_string(),
             policy: Arc::new(policy),
+            volume_roles: volume_roles.into(),
             boundary,
         })
     }
@@ -472,11 +478,37 @@ impl DockerCall<'_> {
         Ok(names)
     }
 
+    /// The names the host gives `reference`'s resources.
+    fn names_of(&self, reference: &Reference) -> names::AllocationNames {
+        names::AllocationNames::of(
+            &self.broker.installation,
+            reference,
+            &self.broker.volume_roles,
+        )
+    }
+
+    /// The names of `reference`'s resources, for a reference of this call.
+    pub fn names(&self, reference: &Reference) -> Result<names::AllocationNames, DockerError> {
+        if !self.scope.references().contains(reference) {
+            return Err(DockerError::Ownership);
+        }
+        Ok(self.names_of(reference))
+    }
+
     /// Creates a container under the policy, verifies it, and checks its
     /// volumes again (see [`Self::verify_created`]).
     pub async fn container_create(&self, spec: &ContainerSpec) -> Result<String, DockerError> {
         let request = ContainerRequest::check(spec).map_err(|_| DockerError::Invalid)?;
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
+        let names = self.names_of(reference);
+        if request.name != names.container
+            || request
+                .volumes()
+                .into_iter()
+                .any(|volume| !names.has_volume(volume))
+        {
+            return Err(DockerError::Invalid);
+        }
         for volume in request.volumes() {
             self.owned_volume(volume).await?;
         }
@@ -718,10 +750,10 @@ impl DockerCall<'_> {
     /// one, so the answer is checked: anything but this allocation's
     /// volume is `ownership`.
     pub async fn volume_create(&self, name: &str) -> Result<(), DockerError> {
-        if !is_resource_name(name) {
+        let reference = self.scope.single().ok_or(DockerError::Invalid)?;
+        if !is_resource_name(name) || !self.names_of(reference).has_volume(name) {
             return Err(DockerError::Invalid);
         }
-        let reference = self.scope.single().ok_or(DockerError::Invalid)?;
         // The engine answers an existing volume as if it made it: only one
         // not there before is this call's own fresh volume (and a foreign
         // one is never asked for).
