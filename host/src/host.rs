@@ -101,7 +101,11 @@ fn capabilities(
         Boundary::new(binding.hook.clone()),
         binding.http_test_network.as_ref(),
     )
-    .map_err(|_| HostError::Http(registration.kind.clone()))?;
+    .map_err(|_| HostError::Http(registration.kind.clone()))?
+    .with_open_limits(
+        registration.policy.max_open_requests_per_call as usize,
+        registration.policy.max_open_requests_per_kind as usize,
+    );
     let receipts = binding
         .receipts
         .clone()

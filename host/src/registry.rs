@@ -98,6 +98,12 @@ pub struct Policy {
     /// budget: a component spinning in a long budget ends here (time it
     /// waits on native requests does not count).
     pub max_guest_cpu_ms: u32,
+    /// HTTP requests one call may hold open at once (sent or being sent,
+    /// until its response body is read or dropped); beyond it a request is
+    /// refused before it is sent.
+    pub max_open_requests_per_call: u32,
+    /// HTTP requests all calls of the kind may hold open at once.
+    pub max_open_requests_per_kind: u32,
     /// The volumes an allocation may have, by role (kinds granted Docker):
     /// each is created only under the host's name `<container>-<role>`, so
     /// this bounds the volumes per allocation, as the one container name
@@ -112,6 +118,8 @@ impl Default for Policy {
             max_memory_bytes: 64 << 20,
             max_concurrent_calls: 64,
             max_guest_cpu_ms: 10_000,
+            max_open_requests_per_call: crate::capability::http::MAX_OPEN_REQUESTS_PER_CALL as u32,
+            max_open_requests_per_kind: crate::capability::http::MAX_OPEN_REQUESTS_PER_KIND as u32,
             volume_roles: vec!["home".into(), "environment".into()],
         }
     }
@@ -404,6 +412,13 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     }
     if !(1..=oac_contract::bounds::MAX_BUDGET_MS).contains(&policy.max_guest_cpu_ms) {
         return invalid("policy.max_guest_cpu_ms");
+    }
+    let per_call = policy.max_open_requests_per_call;
+    if !(1..=4096).contains(&per_call) {
+        return invalid("policy.max_open_requests_per_call");
+    }
+    if !(per_call..=16_384).contains(&policy.max_open_requests_per_kind) {
+        return invalid("policy.max_open_requests_per_kind");
     }
     let roles: std::collections::BTreeSet<&str> =
         policy.volume_roles.iter().map(String::as_str).collect();
@@ -740,6 +755,54 @@ mod tests {
                     ..row()
                 },
                 "policy.max_guest_cpu_ms",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        max_open_requests_per_call: 0,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.max_open_requests_per_call",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        max_open_requests_per_call: 64,
+                        max_open_requests_per_kind: 8,
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.max_open_requests_per_kind",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        volume_roles: vec!["home".into(), "home".into()],
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.volume_roles",
+            ),
+            (
+                Registration {
+                    policy: Policy {
+                        volume_roles: vec!["../etc".into()],
+                        ..Policy::default()
+                    },
+                    ..row()
+                },
+                "policy.volume_roles",
+            ),
+            (
+                Registration {
+                    credential_fields: vec!["api_key".into(), "api_key".into()],
+                    ..row()
+                },
+                "credential_fields",
             ),
             (
                 Registration {

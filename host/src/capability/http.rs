@@ -46,11 +46,13 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// Requests one call may hold open at once (sent or being sent, until its
 /// response body is read or dropped); beyond it a request is refused
-/// before it is sent. A provider call needs a handful.
+/// before it is sent. A provider call needs a handful. The default of a
+/// kind's `policy.max_open_requests_per_call`.
 pub const MAX_OPEN_REQUESTS_PER_CALL: usize = 64;
 
 /// Requests all calls of one kind may hold open at once, so that one kind
-/// cannot take every descriptor of the node.
+/// cannot take every descriptor of the node. The default of a kind's
+/// `policy.max_open_requests_per_kind`.
 pub const MAX_OPEN_REQUESTS_PER_KIND: usize = 1024;
 
 /// Request body bytes one call may hold in the host at once: a body is
@@ -201,11 +203,24 @@ pub(crate) struct HttpBroker {
     origins: OriginPolicy,
     installation: String,
     boundary: Boundary,
-    /// The kind's open requests ([`MAX_OPEN_REQUESTS_PER_KIND`]).
+    /// The kind's open requests ([`MAX_OPEN_REQUESTS_PER_KIND`] unless
+    /// its policy says otherwise).
     open: Arc<tokio::sync::Semaphore>,
+    /// How many requests one call may hold open.
+    open_per_call: usize,
 }
 
 impl HttpBroker {
+    /// This broker with the kind's bounds on requests open at once: per
+    /// call and for the whole kind.
+    pub fn with_open_limits(self, per_call: usize, per_kind: usize) -> Self {
+        Self {
+            open: Arc::new(tokio::sync::Semaphore::new(per_kind)),
+            open_per_call: per_call,
+            ..self
+        }
+    }
+
     /// A broker for the registered origins and credential origins
     /// (already validated) and the configured endpoint `(api_url, domain)`
     /// (already resolved).
@@ -235,6 +250,7 @@ impl HttpBroker {
             installation: installation.to_string(),
             boundary,
             open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_KIND)),
+            open_per_call: MAX_OPEN_REQUESTS_PER_CALL,
         })
     }
 
@@ -508,7 +524,7 @@ pub(crate) struct CallHttp {
     credential: Option<String>,
     /// Every credential the call holds, to be found where it must not go.
     secrets: Arc<oac_provider_api::secrets::Secrets>,
-    /// The call's open requests ([`MAX_OPEN_REQUESTS_PER_CALL`]).
+    /// The call's open requests (the kind's per-call bound).
     open: Arc<tokio::sync::Semaphore>,
     held: HeldBodies,
     /// The call's native requests in flight.
@@ -528,10 +544,10 @@ impl CallHttp {
         Self {
             credential: capabilities.credential(),
             secrets: capabilities.secrets(),
+            open: Arc::new(tokio::sync::Semaphore::new(capabilities.http.open_per_call)),
             capabilities,
             deadline,
             access,
-            open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN_REQUESTS_PER_CALL)),
             held: HeldBodies::default(),
             in_flight,
             given_up_at: deadline

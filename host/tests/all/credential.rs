@@ -430,6 +430,23 @@ async fn a_request_flood_stays_at_the_per_call_cap() {
     );
 }
 
+/// The per-call cap is the kind's policy: a kind that sets it lower holds
+/// no more open than it says.
+#[tokio::test]
+async fn a_kinds_policy_sets_its_request_cap() {
+    let (origin, log) = server().await;
+    let mut flooder = row("flooder", &[&origin], &[]);
+    flooder.policy.max_open_requests_per_call = 5;
+    flooder.policy.max_open_requests_per_kind = 8;
+    let (host, _store) = direct(
+        flooder,
+        json!({ "action": "http-flood", "url": format!("{origin}/slow"), "count": 50 }),
+    )
+    .await;
+    assert_eq!(answered(&host, "flooder").await, Ok("5".to_string()));
+    assert_eq!(log.lock().expect("lock").len(), 5);
+}
+
 /// The Create's daemon credential travels only in the bootstrap file (or
 /// on stdin): a container spec or exec that carries it in its command,
 /// environment or working directory is refused before the engine sees it.
