@@ -103,10 +103,18 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         Operation::Normalize => error(kind.normalize(json(), b).await),
         Operation::ResolveChange => error(kind.resolve_change(json(), json(), b).await),
         Operation::Equal => error(kind.equal(json(), json(), b).await),
-        Operation::WithCredential => error(
-            kind.with_credential(json(), "suite-credential".into(), b)
-                .await,
-        ),
+        Operation::WithCredential => {
+            // A candidate of the kind's declared shape, so that the host
+            // hands it to the component as a handle.
+            let candidate: serde_json::Map<String, serde_json::Value> = kind
+                .registration
+                .credential_fields
+                .iter()
+                .map(|field| (field.clone(), "suite-credential".into()))
+                .collect();
+            let candidate = serde_json::Value::Object(candidate).to_string();
+            error(kind.with_credential(json(), candidate, b).await)
+        }
         Operation::DiscoverConfiguration => {
             error(kind.discover_configuration("{}".into(), b).await)
         }
