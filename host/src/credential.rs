@@ -230,10 +230,9 @@ mod tests {
         let long = "x".repeat(MAX_FIELD_BYTES + 1);
         let text = serde_json::json!({ "api_key": long, "team": "t" }).to_string();
         assert!(Checked::parse(&shape, &text).is_none());
-        assert!(
-            Checked::parse(&[], "{}").is_none(),
-            "no shape, no credential"
-        );
+        let empty = Checked::parse(&[], " { } ").expect("no fields, nothing held");
+        assert_eq!(empty.canonical, "{}");
+        assert!(Checked::parse(&[], r#"{"api_key":"k"}"#).is_none());
     }
 
     #[test]
