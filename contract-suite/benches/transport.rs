@@ -727,7 +727,7 @@ fn report(rt: &tokio::runtime::Runtime, fixture: &Fixture, calls: usize, rounds:
         }
     );
     // A hand-over to a thread parked on the other CPU costs what an idle
-    // CPU's wake-up costs here (see BENCHMARKS.md, halt polling).
+    // CPU's wake-up costs here (see docs/benchmarks.md, the machine).
     println!("idle CPUs: {}", IdleWait::of_this_machine());
     println!(
         "{:>7}  {:<10}  {:>9}  {:>10}  {:>10}  {:>10}  {:>9}  {:>7}",
@@ -838,7 +838,7 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
     // the call on the bench's thread instead, outside the workers: there
     // the in-process call (its engine request handed to the workers, its
     // answer waited for on that thread) measured dearer than the node's,
-    // the opposite of every sustained run (see BENCHMARKS.md).
+    // the opposite of every sustained run (see docs/benchmarks.md).
     let in_task = |iters: u64, route: Route| {
         let host = fixture.host.clone();
         let remote = fixture.remote.clone();
@@ -893,7 +893,7 @@ fn main() {
 /// run (cut down unless `measuring`) and runs criterion's group.
 fn bench(shape: Shape, measuring: bool) {
     // OAC_BENCH_WORKERS=1 shows what the hand-overs between workers cost
-    // on this machine (see BENCHMARKS.md).
+    // on this machine (see docs/benchmarks.md).
     let workers = std::env::var("OAC_BENCH_WORKERS")
         .ok()
         .and_then(|workers| workers.parse().ok())

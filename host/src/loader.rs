@@ -24,7 +24,7 @@ const POOL_MAX_MEMORY_BYTES: usize = 4 << 30;
 /// `max_concurrent_calls` may be 1 024. Each holds two memory slots of
 /// address space (4 GiB plus guard each, reserved, not resident; our
 /// components use one) and an async stack; what is resident is what the
-/// calls touch (see BENCHMARKS.md, "Scale").
+/// calls touch (see docs/benchmarks.md, "scale").
 const POOL_INSTANCES: u32 = 1024;
 /// Bytes of a freed linear memory slot reset in place instead of being
 /// returned to the kernel (when the kernel can scan dirty pages): only the

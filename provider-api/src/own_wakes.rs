@@ -9,7 +9,7 @@
 //! task woken during its own poll for one that yields: it queues it again
 //! and wakes a parked worker to steal it, which on a machine whose idle
 //! CPUs halt is a wake-up through the hypervisor and a hand-over to another
-//! core, on every request (see BENCHMARKS.md, "Node transport").
+//! core, on every request (see docs/benchmarks.md, `5b5553d`).
 //! [`repoll_own_wakes`] turns such a wake into one more round of the same
 //! poll.
 

@@ -6,8 +6,8 @@
 //! Why not the multi-threaded runtime the node starts on: with its workers
 //! sharing the tasks, a frame's wake-up on one worker unparks another to
 //! look for work, and on a small machine those hand-overs cost more than
-//! half of the CPU the transport added to a call (see `BENCHMARKS.md`,
-//! *The node's connections on threads of their own*). A connection's work has no reason
+//! half of the CPU the transport added to a call (see
+//! `docs/benchmarks.md`, `4730aad`). A connection's work has no reason
 //! to move: its calls run one after another, and everything it waits for
 //! (its socket, the engine's, its timers) is driven on its own thread.
 

@@ -122,7 +122,7 @@ async fn run(cli: Cli) -> Result<bool> {
 
 /// Every call allocates and frees a store's worth of small objects, often
 /// on another worker than the one that allocated them; with glibc's
-/// allocator 1 000 calls in flight took 27–30 % longer (BENCHMARKS.md).
+/// allocator 1 000 calls in flight took 27–30 % longer (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
