@@ -9,6 +9,7 @@
 #![no_std]
 
 pub mod endpoint;
+pub mod http;
 
 /// The contract version (the WIT package version).
 pub const VERSION: &str = "0.4.0";
@@ -248,6 +249,40 @@ impl Operation {
             | Probe => Unknown::Observation,
             _ => Unknown::Compute,
         }
+    }
+
+    /// Whether a node forwards the operation to the kind it serves. The
+    /// others are Core's: configuration, discovery and verification run
+    /// where the credential is, and a batch observation is one observation
+    /// per target. Every operation is named, so a new one does not compile
+    /// until this is decided for it.
+    pub const fn forwarded(self) -> bool {
+        use Operation::*;
+        match self {
+            Create | GetInfo | Renew | Kill | RunCommand | Observe | Initial | NewCompute
+            | GetCompute | Suspend | Resume | ResumeCompute | KillCompute | DeleteSnapshot
+            | RunCommandCompute => true,
+            ObserveBatch
+            | DiscoverSelection
+            | VerifyCredential
+            | Requirements
+            | DecodeInput
+            | Encode
+            | Decode
+            | Normalize
+            | ResolveChange
+            | Equal
+            | WithCredential
+            | DiscoverConfiguration
+            | Probe => false,
+        }
+    }
+
+    /// The operations a node forwards, in export order.
+    pub fn forwarded_operations() -> impl Iterator<Item = Operation> {
+        Self::ALL
+            .into_iter()
+            .filter(|operation| operation.forwarded())
     }
 
     /// The operations of `interface`, in export order.

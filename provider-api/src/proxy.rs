@@ -25,7 +25,7 @@ use crate::types::{
     Bootstrap, Command, CommandResult, Compute, ComputeState, Configuration, Diagnostic, Error,
     Failure, Info, Reference, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
 };
-use crate::wire::{self, Call, FORWARDED, Outcome, Value, reasons};
+use crate::wire::{self, Call, Outcome, Value, reasons};
 use oac_contract::Operation;
 
 /// Why a proxy could not be set up.
@@ -79,7 +79,8 @@ fn proxy_declaration(
     kind: &str,
     served: &wire::KindDeclaration,
 ) -> Result<Declaration, ProxyError> {
-    let entries: Vec<(String, Decision)> = FORWARDED
+    let forwarded: Vec<Operation> = Operation::forwarded_operations().collect();
+    let entries: Vec<(String, Decision)> = forwarded
         .iter()
         .filter_map(|operation| {
             let decision = match served.operations.get(operation.name())? {
@@ -90,12 +91,12 @@ fn proxy_declaration(
         })
         .collect();
     let Declaration(mut decisions) =
-        declaration::validate_declaration(&Inventory(FORWARDED.to_vec()), &entries).map_err(
-            |why| ProxyError::Declaration {
+        declaration::validate_declaration(&Inventory(forwarded), &entries).map_err(|why| {
+            ProxyError::Declaration {
                 kind: kind.to_string(),
                 why,
-            },
-        )?;
+            }
+        })?;
     for (operation, reason) in NOT_FORWARDED {
         decisions.insert(operation, Decision::Unsupported(reason.into()));
     }
@@ -471,9 +472,8 @@ mod tests {
     use oac_contract::Interface;
 
     fn served(decide: impl Fn(Operation) -> wire::Support) -> wire::KindDeclaration {
-        let operations = FORWARDED
-            .iter()
-            .map(|operation| (operation.name().to_string(), decide(*operation)))
+        let operations = Operation::forwarded_operations()
+            .map(|operation| (operation.name().to_string(), decide(operation)))
             .collect();
         wire::KindDeclaration { operations }
     }

@@ -4,6 +4,7 @@
 
 use super::{Runner, actions, ensure, is_mutation};
 use crate::report::Level;
+use sandbox_host::contract::labels;
 use sandbox_host::types::Error;
 use std::collections::BTreeMap;
 
@@ -33,10 +34,10 @@ pub async fn run(runner: &mut Runner<'_>) {
         return;
     }
     let foreign: BTreeMap<String, String> = [
-        ("io.oac.installation", "foreign-installation"),
-        ("io.oac.tenant", reference.tenant_id.as_str()),
-        ("io.oac.environment", reference.environment_id.as_str()),
-        ("io.oac.allocation", reference.allocation_id.as_str()),
+        (labels::INSTALLATION, "foreign-installation"),
+        (labels::TENANT, reference.tenant_id.as_str()),
+        (labels::ENVIRONMENT, reference.environment_id.as_str()),
+        (labels::ALLOCATION, reference.allocation_id.as_str()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -118,8 +118,16 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
         Operation::DiscoverConfiguration => {
             error(kind.discover_configuration("{}".into(), b).await)
         }
-        // The required operations and the infallible ones are never unsupported.
-        _ => Some(Error::Invalid),
+        // The required operations and the infallible ones are never
+        // unsupported. Every operation is named here, so a new one does not
+        // compile until it has a case.
+        Operation::Create
+        | Operation::GetInfo
+        | Operation::Renew
+        | Operation::Kill
+        | Operation::RunCommand
+        | Operation::Requirements
+        | Operation::Probe => Some(Error::Invalid),
     }
 }
 

@@ -41,8 +41,9 @@ use wasmtime_wasi_http::{
     WasiHttpHooks,
 };
 
-/// Largest request or response body: 8 MiB.
-pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+pub use oac_contract::http::{
+    CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER, MAX_BODY_BYTES,
+};
 
 /// Requests one call may hold open at once (sent or being sent, until its
 /// response body is read or dropped); beyond it a request is refused
@@ -58,14 +59,6 @@ pub const MAX_OPEN_REQUESTS_PER_KIND: usize = 1024;
 /// Request body bytes one call may hold in the host at once: a body is
 /// read whole, and checked, before anything of its request is sent.
 pub const MAX_HELD_BODY_BYTES_PER_CALL: usize = 2 * MAX_BODY_BYTES;
-
-/// Marker header naming the header the host fills with the credential.
-pub const CREDENTIAL_MARKER: &str = "oac-credential";
-/// Marker header: text placed before the credential (e.g. `Bearer `).
-pub const CREDENTIAL_PREFIX_MARKER: &str = "oac-credential-prefix";
-/// Marker header: the credential is a JSON object; fill in this string
-/// field of it (e.g. `api_key`) rather than the whole text.
-pub const CREDENTIAL_FIELD_MARKER: &str = "oac-credential-field";
 
 /// Headers the component may not set, nor name as its credential header:
 /// the target and framing of the request, and the hop-by-hop headers

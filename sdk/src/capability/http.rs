@@ -18,8 +18,8 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::{InputStream, StreamError};
 
-/// Most bytes of a request or response body the host lets through: 8 MiB.
-pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+pub use oac_contract::http::MAX_BODY_BYTES;
+use oac_contract::http::{CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER};
 
 /// Request method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,17 +211,17 @@ pub fn open(request: &Request) -> Result<Streaming, HttpError> {
     }
     if let Some(credential) = &request.credential {
         headers.push((
-            "oac-credential".into(),
+            CREDENTIAL_MARKER.into(),
             credential.name.clone().into_bytes(),
         ));
         if !credential.prefix.is_empty() {
             headers.push((
-                "oac-credential-prefix".into(),
+                CREDENTIAL_PREFIX_MARKER.into(),
                 credential.prefix.clone().into_bytes(),
             ));
         }
         if let Some(field) = &credential.field {
-            headers.push(("oac-credential-field".into(), field.clone().into_bytes()));
+            headers.push((CREDENTIAL_FIELD_MARKER.into(), field.clone().into_bytes()));
         }
     }
     let fields = Fields::from_list(&headers).map_err(|_| HttpError::Denied)?;
