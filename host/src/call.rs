@@ -11,10 +11,11 @@
 //! allocation's turn until then.
 
 use crate::capability::SharedCapabilities;
+use crate::capability::boundary::overrun_bound;
 use crate::capability::scope::CallScope;
 use crate::exports::{Exports, Prepared};
 use crate::state::CallState;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 /// Why a call ended without the component's answer. Every case means the
@@ -66,19 +67,6 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool, cpu_spent: bool) ->
 /// far less of its own memory).
 pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
 
-/// How long native work in flight at a call's deadline is waited for: as
-/// long again as the call's budget, at least [`MIN_OVERRUN`] and at most
-/// the longest budget. A request still unanswered by then is taken for
-/// hung (an engine or vendor that never answers); the host gives up on it
-/// and says so in its log.
-pub fn overrun_bound(budget: Duration) -> Duration {
-    let longest = Duration::from_millis(u64::from(oac_contract::bounds::MAX_BUDGET_MS));
-    budget.clamp(MIN_OVERRUN, longest)
-}
-
-/// The shortest wait for native work in flight at a deadline.
-pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
-
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline` (native requests in flight then to theirs), and drops the
 /// instance.
@@ -127,7 +115,7 @@ pub async fn run<R>(
             UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
     });
-    let in_flight = store.data().in_flight.clone();
+    let in_flight = store.data().call.in_flight.clone();
     let work = async {
         let provider = pre
             .instantiate(&mut store)
@@ -177,24 +165,6 @@ async fn overrun(given_up_at: Instant, work: impl Future<Output = ()>) {
         tracing::warn!(
             event = "native_work_abandoned",
             "native requests still in flight long after the call's budget; no longer waited for"
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn native_work_is_waited_for_as_long_again_as_the_budget_within_bounds() {
-        assert_eq!(
-            overrun_bound(Duration::from_secs(5)),
-            Duration::from_secs(5)
-        );
-        assert_eq!(overrun_bound(Duration::from_millis(10)), MIN_OVERRUN);
-        assert_eq!(
-            overrun_bound(Duration::from_secs(600)),
-            Duration::from_secs(120)
         );
     }
 }

@@ -408,7 +408,7 @@ impl SandboxProvider for Kind {
                 budget,
                 move |p, s| {
                     Box::pin(async move {
-                        s.data_mut().secrets.push(credential);
+                        s.data_mut().call.secrets.push(credential);
                         p.sandbox_provider(&mut *s)?.call_create(s, &input).await
                     })
                 },
@@ -482,9 +482,9 @@ impl SandboxProvider for Kind {
                     // of the allocation left makes the answer unknown.
                     let claims_absence = matches!(&answer, Ok(info)
                         if info.state == wit::LifecycleState::Absent);
-                    let left = s.data().allocation_left();
+                    let left = s.data().call.allocation_left();
                     if checked && claims_absence && left.await {
-                        let kind = &s.data().capabilities.kind;
+                        let kind = &s.data().call.capabilities.kind;
                         tracing::warn!(%kind, event = "kill_left_resources", "absence refused");
                         let unknown = wit::Failure {
                             error: wit::Error::ComputeUnconfirmed,
@@ -591,8 +591,8 @@ impl SandboxProvider for Kind {
                 Box::pin(async move {
                     // The candidate's credential goes to the vendor in this
                     // call's HTTP requests, never into the component.
-                    s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().http.use_candidate(credential.clone());
+                    s.data_mut().call.secrets.extend(credential.clone());
+                    s.data_mut().call.http.use_candidate(credential.clone());
                     let resolved = p
                         .selection_discoverer(&mut *s)?
                         .call_discover_selection(s, &public)
@@ -621,8 +621,8 @@ impl SandboxProvider for Kind {
         let raw = self
             .invoke_valid(operation, scope, valid, budget, move |p, s| {
                 Box::pin(async move {
-                    s.data_mut().secrets.extend(credential.clone());
-                    s.data_mut().http.use_candidate(credential);
+                    s.data_mut().call.secrets.extend(credential.clone());
+                    s.data_mut().call.http.use_candidate(credential);
                     p.credential_verifier(&mut *s)?
                         .call_verify_credential(s, &public, &references)
                         .await
@@ -871,7 +871,7 @@ macro_rules! adapter_call {
         let secrets: Vec<String> = $secrets;
         move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
             Box::pin(async move {
-                s.data_mut().secrets.extend(secrets);
+                s.data_mut().call.secrets.extend(secrets);
                 p.configuration_adapter(&mut *s)?
                     .$call(s, $($arg),*)
                     .await

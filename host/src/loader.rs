@@ -139,12 +139,9 @@ impl Runtime {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|_| EngineError)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|_| EngineError)?;
         // `wasi:http` requests go through the host's send hook only
         // (`capability::http`).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|_| EngineError)?;
-        crate::capability::add_to_linker(&mut linker).map_err(|_| EngineError)?;
+        crate::state::add_to_linker(&mut linker).map_err(|_| EngineError)?;
         let ticking = Arc::new(AtomicBool::new(true));
         let (weak, flag) = (engine.weak(), ticking.clone());
         std::thread::Builder::new()

@@ -341,19 +341,6 @@ fn is_sha256_hex(digest: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// An origin the HTTP capability may be granted: `https://host[:port]`, or
-/// `http://` to a loopback host (test fixtures), with no path, query or user.
-pub(crate) fn parse_origin(origin: &str) -> Option<reqwest::Url> {
-    let url = reqwest::Url::parse(origin).ok()?;
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
-    let bare = url.path() == "/"
-        && url.query().is_none()
-        && url.username().is_empty()
-        && url.password().is_none();
-    (scheme_ok && bare && url.host_str().is_some() && !origin.ends_with('/')).then_some(url)
-}
-
 /// Checks one row before any component is read, compiled or called.
 pub fn validate_registration(registration: &Registration) -> Result<(), RegistrationError> {
     if !is_kind_name(&registration.kind) {
@@ -383,7 +370,7 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
         .grants
         .http_origins
         .iter()
-        .any(|origin| parse_origin(origin).is_none())
+        .any(|origin| crate::capability::http::parse_origin(origin).is_none())
     {
         return invalid("grants.http_origins");
     }
@@ -839,12 +826,12 @@ mod tests {
 
     #[test]
     fn allowed_origins_are_https_or_loopback_http() {
-        assert!(parse_origin("https://api.e2b.dev").is_some());
-        assert!(parse_origin("https://api.e2b.dev:8443").is_some());
-        assert!(parse_origin("http://127.0.0.1:9000").is_some());
-        assert!(parse_origin("https://api.e2b.dev/").is_none());
-        assert!(parse_origin("https://user@api.e2b.dev").is_none());
-        assert!(parse_origin("ftp://api.e2b.dev").is_none());
+        assert!(crate::capability::http::parse_origin("https://api.e2b.dev").is_some());
+        assert!(crate::capability::http::parse_origin("https://api.e2b.dev:8443").is_some());
+        assert!(crate::capability::http::parse_origin("http://127.0.0.1:9000").is_some());
+        assert!(crate::capability::http::parse_origin("https://api.e2b.dev/").is_none());
+        assert!(crate::capability::http::parse_origin("https://user@api.e2b.dev").is_none());
+        assert!(crate::capability::http::parse_origin("ftp://api.e2b.dev").is_none());
     }
 
     #[test]

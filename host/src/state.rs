@@ -2,10 +2,10 @@
 //! network), memory limits, the call's deadline and the kind's capabilities.
 //! A store lives for exactly one operation.
 
-use crate::capability::SharedCapabilities;
 use crate::capability::scope::CallScope;
+use crate::capability::{CallCapabilities, SharedCapabilities};
 use std::time::Instant;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -15,35 +15,18 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// gigabytes of handles. Beyond it the import fails and the call traps.
 pub const MAX_TABLE_ENTRIES: usize = 16_384;
 
-/// Per-call store data.
+/// Per-call store data: the WASI context, the limits, and the call's
+/// capabilities ([`CallCapabilities`]).
 pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) limits: CallLimits,
-    pub(crate) deadline: Instant,
-    pub(crate) scope: CallScope,
-    pub(crate) capabilities: SharedCapabilities,
-    /// Values of this call's input that no log may carry (the daemon
-    /// credential of a Create, a configuration's credential).
-    pub(crate) secrets: Vec<String>,
-    /// The `wasi:http` context and the host's hooks (policy, the call's
-    /// credential).
+    /// The `wasi:http` context (the hooks are the call's capabilities').
     http_ctx: wasmtime_wasi_http::WasiHttpCtx,
-    pub(crate) http: crate::capability::http::CallHttp,
-    /// Events this call has logged (see [`crate::capability::log::LOG_QUOTA`]).
-    pub(crate) logged: u32,
-    /// What finds the call's secrets, built when first needed (every secret
-    /// of a call is known before its component runs).
-    call_secrets: Option<oac_provider_api::secrets::Secrets>,
-    /// Containers this call has proven its own (inspected once per call).
-    pub(crate) proven: crate::capability::docker::ProvenContainers,
-    /// What this call made that nothing has run in yet (uploads go only
-    /// there).
-    pub(crate) fresh: crate::capability::docker::Fresh,
     /// The guest used the kind's CPU time per call (see [`crate::call`]).
     pub(crate) cpu_spent: bool,
-    /// The call's native requests in flight (they run to their end).
-    pub(crate) in_flight: crate::capability::boundary::InFlight,
+    /// What the call may reach, and what it holds of each capability.
+    pub(crate) call: CallCapabilities,
 }
 
 impl CallState {
@@ -54,7 +37,6 @@ impl CallState {
         deadline: Instant,
         max_memory_bytes: usize,
     ) -> Self {
-        let in_flight = crate::capability::boundary::InFlight::default();
         Self {
             wasi: WasiCtx::builder().build(),
             table: {
@@ -72,42 +54,19 @@ impl CallState {
                     .build(),
                 exhausted: false,
             },
-            deadline,
             http_ctx: wasmtime_wasi_http::WasiHttpCtx::new(),
-            http: crate::capability::http::CallHttp::new(
-                capabilities.clone(),
-                deadline,
-                scope.access(),
-                in_flight.clone(),
-            ),
-            scope,
-            capabilities,
-            secrets: Vec::new(),
-            logged: 0,
-            call_secrets: None,
-            proven: Default::default(),
-            fresh: Default::default(),
-            in_flight,
             cpu_spent: false,
+            call: CallCapabilities::new(capabilities, scope, deadline),
         }
     }
 }
 
-impl CallState {
-    /// What finds every secret of this call: the kind's credential, a
-    /// candidate credential, the Create's daemon credential, a
-    /// configuration's credential.
-    pub(crate) fn secrets(&mut self) -> &oac_provider_api::secrets::Secrets {
-        self.call_secrets.get_or_insert_with(|| {
-            let kind = self.capabilities.credential();
-            oac_provider_api::secrets::Secrets::new(
-                kind.as_deref()
-                    .into_iter()
-                    .chain(self.http.credential())
-                    .chain(self.secrets.iter().map(String::as_str)),
-            )
-        })
-    }
+/// Links WASI, `wasi:http` (its sends go through the call's hooks) and
+/// every capability import of the contract into `linker`.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
+    crate::capability::add_to_linker(linker, |state: &mut CallState| &mut state.call)
 }
 
 impl WasiView for CallState {
@@ -124,7 +83,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
         wasmtime_wasi_http::WasiHttpCtxView {
             ctx: &mut self.http_ctx,
             table: &mut self.table,
-            hooks: &mut self.http,
+            hooks: &mut self.call.http,
         }
     }
 }

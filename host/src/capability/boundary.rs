@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A Docker Engine request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,6 +384,19 @@ impl Boundary {
     }
 }
 
+/// How long native work in flight at a call's deadline is waited for: as
+/// long again as the call's budget, at least [`MIN_OVERRUN`] and at most
+/// the longest budget. A request still unanswered by then is taken for
+/// hung (an engine or vendor that never answers); the host gives up on it
+/// and says so in its log.
+pub fn overrun_bound(budget: Duration) -> Duration {
+    let longest = Duration::from_millis(u64::from(oac_contract::bounds::MAX_BUDGET_MS));
+    budget.clamp(MIN_OVERRUN, longest)
+}
+
+/// The shortest wait for native work in flight at a deadline.
+pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,5 +511,18 @@ mod tests {
         assert!(!Action::Http(HttpAction::Post).is_read());
         assert!(Action::Docker(DockerAction::ContainerStats).is_read());
         assert!(Action::Docker(DockerAction::ContainerRemove).is_removal());
+    }
+
+    #[test]
+    fn native_work_is_waited_for_as_long_again_as_the_budget_within_bounds() {
+        assert_eq!(
+            overrun_bound(Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(overrun_bound(Duration::from_millis(10)), MIN_OVERRUN);
+        assert_eq!(
+            overrun_bound(Duration::from_secs(600)),
+            Duration::from_secs(120)
+        );
     }
 }

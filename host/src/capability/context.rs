@@ -3,11 +3,11 @@
 //! No I/O.
 
 use crate::bindings::oac::sandbox_provider::context;
-use crate::state::CallState;
+use crate::capability::CallCapabilities;
 use std::time::Instant;
 use wasmtime::component::{HasSelf, Linker};
 
-impl context::Host for CallState {
+impl context::Host for CallCapabilities {
     async fn installation_id(&mut self) -> String {
         self.capabilities.installation_id.clone()
     }
@@ -21,6 +21,9 @@ impl context::Host for CallState {
 }
 
 /// Links the `context` import.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    context::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut CallCapabilities,
+) -> wasmtime::Result<()> {
+    context::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }

@@ -135,7 +135,7 @@ impl OriginPolicy {
         let parsed = |origins: &[String]| -> Vec<reqwest::Url> {
             origins
                 .iter()
-                .filter_map(|origin| crate::registry::parse_origin(origin))
+                .filter_map(|origin| parse_origin(origin))
                 .collect()
         };
         let (mut origins, mut credential_origins) = (parsed(origins), parsed(credential_origins));
@@ -544,7 +544,9 @@ impl CallHttp {
             held: HeldBodies::default(),
             in_flight,
             given_up_at: deadline
-                + crate::call::overrun_bound(deadline.saturating_duration_since(Instant::now())),
+                + crate::capability::boundary::overrun_bound(
+                    deadline.saturating_duration_since(Instant::now()),
+                ),
         }
     }
 
@@ -768,6 +770,19 @@ impl WasiHttpHooks for CallHttp {
             Ok((response, done))
         })
     }
+}
+
+/// An origin the HTTP capability may be granted: `https://host[:port]`, or
+/// `http://` to a loopback host (test fixtures), with no path, query or user.
+pub(crate) fn parse_origin(origin: &str) -> Option<reqwest::Url> {
+    let url = reqwest::Url::parse(origin).ok()?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    let bare = url.path() == "/"
+        && url.query().is_none()
+        && url.username().is_empty()
+        && url.password().is_none();
+    (scheme_ok && bare && url.host_str().is_some() && !origin.ends_with('/')).then_some(url)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! contract suite's leak clause judges that.
 
 use crate::bindings::oac::sandbox_provider::log::{self, Level};
-use crate::state::CallState;
+use crate::capability::CallCapabilities;
 use oac_provider_api::secrets::Secrets;
 use wasmtime::component::{HasSelf, Linker};
 
@@ -66,7 +66,7 @@ pub fn emit(kind: &str, secrets: &Secrets, level: Level, event: &str, fields: &[
     }
 }
 
-impl log::Host for CallState {
+impl log::Host for CallCapabilities {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
         // A pure call (configuration) holds the credential in clear and
         // reaches nothing, not even the node's log.
@@ -87,8 +87,11 @@ impl log::Host for CallState {
 }
 
 /// Links the `log` import.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    log::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut CallCapabilities,
+) -> wasmtime::Result<()> {
+    log::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@
 //! allocation's records.
 
 use crate::bindings::oac::sandbox_provider::receipts::{self, ReceiptsError};
+use crate::capability::CallCapabilities;
 use crate::capability::boundary::{Action, Boundary, Crossing, InFlight, ReceiptAction};
-use crate::state::CallState;
 use oac_contract::bounds::{MAX_RECEIPT_BYTES, MAX_RECEIPTS_PER_ALLOCATION};
 use oac_provider_api::types::Reference;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -202,7 +202,7 @@ impl Owned {
     }
 }
 
-impl CallState {
+impl CallCapabilities {
     /// The broker and the record address for `key`, or why the call may
     /// not reach it (checked before anything is read or written).
     fn receipt(
@@ -271,7 +271,7 @@ fn changed(outcome: Result<(), Crossing<StoreFailure>>) -> Result<(), ReceiptsEr
     })
 }
 
-impl receipts::Host for CallState {
+impl receipts::Host for CallCapabilities {
     async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
         let (broker, owned) = self.receipt("get", key)?;
         let found = cross(
@@ -317,8 +317,11 @@ impl receipts::Host for CallState {
 }
 
 /// Links the `receipts` import.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    receipts::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut CallCapabilities,
+) -> wasmtime::Result<()> {
+    receipts::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }
 
 #[cfg(test)]

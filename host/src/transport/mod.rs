@@ -7,6 +7,7 @@
 //! connections are served on (`threads`) and TLS for TCP ([`tls`]).
 
 pub mod connection;
+pub mod listen;
 pub mod server;
 mod threads;
 pub mod tls;

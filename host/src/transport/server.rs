@@ -5,6 +5,7 @@
 //! before any native I/O) within the budget counted from receipt.
 
 use super::connection::{Activity, Admission, ConnectionLimits, Guarded, Slot, Slots};
+use super::listen::{Listen, Token};
 use super::threads::{self, ConnectionThreads, Movable};
 use super::tls::{self, TlsError};
 use super::wire::{
@@ -14,7 +15,6 @@ use super::wire::{
 use crate::declaration::Decision;
 use crate::host::Host;
 use crate::kind::{Kind, RunsToEnd};
-use crate::node_config::{Listen, Token};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -58,7 +58,7 @@ pub enum ServeError {
     Tls(#[from] TlsError),
     /// `listen` breaks a rule (see [`Listen::check`]).
     #[error(transparent)]
-    Listen(#[from] crate::node_config::ListenError),
+    Listen(#[from] super::listen::ListenError),
     /// The threads that serve connections could not be started.
     #[error("cannot start the connection threads: {0}")]
     Threads(std::io::Error),
@@ -232,7 +232,7 @@ impl Node {
             operations: TaskTracker::new(),
             limits: ConnectionLimits::default(),
             bodies: Arc::new(Semaphore::new(
-                (crate::node_config::DEFAULT_REQUEST_BODY_BUDGET_MIB << 20) as usize,
+                (super::listen::DEFAULT_REQUEST_BODY_BUDGET_MIB << 20) as usize,
             )),
         }
     }

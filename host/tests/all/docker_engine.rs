@@ -6,6 +6,7 @@
 
 use crate::support::*;
 use bollard::Docker;
+use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
@@ -18,6 +19,20 @@ fn unique(prefix: &str) -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// The `home` volume the host names for `allocation` (names are the
+/// host's: a unique allocation gives unique names on a shared engine).
+fn home_volume(allocation: &str) -> String {
+    names_of(allocation).volumes[0].1.clone()
+}
+
+fn names_of(allocation: &str) -> AllocationNames {
+    AllocationNames::of(
+        INSTALLATION,
+        &reference(allocation),
+        &sandbox_host::registry::Policy::default().volume_roles,
+    )
 }
 
 fn reference(allocation: &str) -> Reference {
@@ -50,7 +65,8 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
     let Some(socket) = engine_socket("volume lifecycle") else {
         return;
     };
-    let volume = unique("oac-e2e");
+    let owner = unique("alloc");
+    let volume = home_volume(&owner);
     let steer = |action: &str| json!({ "action": action, "volume": volume });
     let host = host(
         &socket,
@@ -61,7 +77,7 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
         ],
     )
     .await;
-    let allocation = reference("alloc-1");
+    let allocation = reference(&owner);
 
     let created = host
         .kind("creator")
@@ -91,7 +107,7 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
     );
     assert_eq!(
         labels.get("io.oac.allocation").map(String::as_str),
-        Some("alloc-1")
+        Some(owner.as_str())
     );
 
     let inspected = host
@@ -245,9 +261,10 @@ impl sandbox_host::capability::boundary::NativeHook for Faulty {
 
 async fn faulted(
     socket: &Path,
-    volume: &str,
+    allocation: &str,
     fault: sandbox_host::capability::boundary::Fault,
 ) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
+    let volume = home_volume(allocation);
     let hook = std::sync::Arc::new(Faulty {
         inject: Some(("volume-create", fault)),
         ..Default::default()
@@ -263,7 +280,10 @@ async fn faulted(
     let answer = host
         .kind("steerable")
         .expect("a loaded kind")
-        .get_info(reference("a"), Budget::from_millis(2_000).expect("budget"))
+        .get_info(
+            reference(allocation),
+            Budget::from_millis(2_000).expect("budget"),
+        )
         .await;
     let seen = hook.seen.lock().expect("lock").clone();
     (answer, seen)
@@ -277,8 +297,9 @@ async fn injected_faults_act_at_the_capability_boundary() {
     };
     let engine = direct(&socket);
 
-    let volume = unique("oac-fault-before");
-    let (answer, seen) = faulted(&socket, &volume, Fault::FailBeforeDispatch).await;
+    let allocation = unique("fault-before");
+    let volume = home_volume(&allocation);
+    let (answer, seen) = faulted(&socket, &allocation, Fault::FailBeforeDispatch).await;
     assert_eq!(
         (answer, seen),
         (
@@ -291,8 +312,9 @@ async fn injected_faults_act_at_the_capability_boundary() {
     assert!(engine.inspect_volume(&volume).await.is_err(), "never sent");
 
     for fault in [Fault::LoseResponse, Fault::CancelAfterDispatch] {
-        let volume = unique("oac-fault-after");
-        let (answer, _) = faulted(&socket, &volume, fault).await;
+        let allocation = unique("fault-after");
+        let volume = home_volume(&allocation);
+        let (answer, _) = faulted(&socket, &allocation, fault).await;
         assert_eq!(answer, Err(Error::ComputeUnconfirmed), "{fault:?}");
         assert!(
             engine.inspect_volume(&volume).await.is_ok(),
@@ -320,7 +342,8 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
     };
     let engine = direct(&socket);
     let image = runtime_image_id(&engine).await;
-    let container = unique("oac-hostile");
+    let allocation = unique("hostile");
+    let container = names_of(&allocation).container;
     let probe = "id -u; id -g; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; \
                  grep ' /proc/sys ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1; \
                  touch /rootfs-probe 2>/dev/null && echo root-writable || echo root-read-only";
@@ -330,7 +353,7 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
         "cmd": ["sleep", "600"],
         "args": ["sh", "-c", probe],
     });
-    let answer = steered_on(&socket, &image, steering, &container).await;
+    let answer = steered_on(&socket, &image, steering, &allocation).await;
     remove_containers(&engine, &[container]).await;
     let seen = answer.expect("ran").provider_id.expect("stdout");
     let lines: Vec<Vec<&str>> = seen
@@ -354,8 +377,9 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
 }
 
 /// The planted-link attack: a started container links `/data/x` to `/etc`
-/// in its volume, then the component uploads through the link, into a
-/// second (unstarted) container on the same volume and into the first. The
+/// in its volume, then the component uploads through the link into it,
+/// and into a second (unstarted) container that replaces it on the same
+/// volume. The
 /// engine follows links when it extracts, so the host uploads only into a
 /// container its call made on volumes it made and never started: both are
 /// refused, and the read-only root never sees the file.
@@ -366,8 +390,9 @@ async fn an_upload_never_follows_a_planted_link() {
     };
     let engine = direct(&socket);
     let image = runtime_image_id(&engine).await;
-    let container = unique("oac-planted");
-    let volume = format!("{container}-data");
+    let allocation = unique("planted");
+    let container = names_of(&allocation).container;
+    let volume = home_volume(&allocation);
     let entry = |path: &str, kind: tar::EntryType, mode: u32, data: &[u8]| {
         let mut archive = tar::Builder::new(Vec::new());
         let mut header = tar::Header::new_gnu();
@@ -397,9 +422,17 @@ async fn an_upload_never_follows_a_planted_link() {
         "path": "/data/w/x",
         "archive": archive,
     });
-    let answer = steered_on(&socket, &image, steering, &container).await;
+    let answer = steered_on(&socket, &image, steering, &allocation).await;
+    // The allocation's one container is now the second, never started:
+    // start it here, outside the host, to look at its root.
+    let _ = engine
+        .start_container(
+            &container,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await;
     let etc = engine_exec(&engine, &container, "ls /etc/oac-pwned 2>&1; echo $?").await;
-    remove_containers(&engine, &[container.clone(), format!("{container}-2")]).await;
+    remove_containers(&engine, std::slice::from_ref(&container)).await;
     let _ = engine
         .remove_volume(
             &volume,

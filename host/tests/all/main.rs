@@ -21,6 +21,7 @@ mod hostile;
 mod http;
 mod isolation;
 mod limits;
+mod module_graph;
 mod node_limits;
 mod receipts;
 mod registration;

@@ -13,9 +13,9 @@
 //! that asks for whatever the contract lets it ask, so the tests can show
 //! the host refuses what it must. `run` creates a container, starts it and
 //! execs `args` in it, answering the command's stdout; `plant-then-upload`
-//! does the same on a volume it creates (planting a link with `args`), then
-//! replaces the container by a second one on that volume and uploads
-//! `archive` at `path` into the second and into the first; `make-then-upload` makes a volume and a container on it
+//! does the same on a volume it creates (planting a link with `args`),
+//! uploads `archive` at `path` into it, then replaces it by a second
+//! container on that volume and uploads into that (answering `second,first`); `make-then-upload` makes a volume and a container on it
 //! and uploads before any start, as the Docker adapter's Create does.
 //!
 //! `vendor` makes create, get-info, renew and kill the lifecycle of one
@@ -534,10 +534,10 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
         }
         // The planted-link attack in one call: a volume and a container on
         // it (`setup` uploaded first), started, `args` run in it (to plant
-        // a link; failing, the answer is `runtime-not-running`), a second
-        // container on the same volume, then `archive` uploaded at `path`
-        // into the second and into the first. Answers each upload's
-        // outcome, `second,first` (`ok` or the error).
+        // a link; failing, the answer is `runtime-not-running`), `archive`
+        // uploaded at `path` into it, then a second container in its place
+        // on the same volume and the upload into that. Answers each
+        // upload's outcome, `second,first` (`ok` or the error).
         "plant-then-upload" => {
             let plant = || -> Result<String, Error> {
                 docker::volume_create(&volume).map_err(from_docker)?;
@@ -550,12 +550,6 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
                 if planted.exit_code != Some(0) {
                     return Err(Error::RuntimeNotRunning);
                 }
-                // An allocation has one container: the second takes the
-                // first one's place, on the same volume.
-                docker::container_remove(&id, true).map_err(from_docker)?;
-                let second =
-                    docker::container_create(&steered_spec(steering, &container, allocation))
-                        .map_err(from_docker)?;
                 let upload = |into: &str| match docker::archive_upload(
                     into,
                     &steering.path,
@@ -564,7 +558,14 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
                     Ok(()) => "ok".to_string(),
                     Err(error) => format!("{:?}", from_docker(error)),
                 };
-                Ok(format!("{},{}", upload(&second), upload(&id)))
+                let first = upload(&id);
+                // An allocation has one container: the second takes the
+                // first one's place, on the same volume.
+                docker::container_remove(&id, true).map_err(from_docker)?;
+                let second =
+                    docker::container_create(&steered_spec(steering, &container, allocation))
+                        .map_err(from_docker)?;
+                Ok(format!("{},{first}", upload(&second)))
             };
             return Some(plant());
         }

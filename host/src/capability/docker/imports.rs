@@ -4,7 +4,7 @@
 
 use super::DockerCall;
 use crate::bindings::oac::sandbox_provider::docker;
-use crate::state::CallState;
+use crate::capability::CallCapabilities;
 use wasmtime::component::{HasSelf, Linker};
 
 /// What an import does to native state.
@@ -16,7 +16,7 @@ enum Effect {
     Changes,
 }
 
-impl CallState {
+impl CallCapabilities {
     /// The Docker broker bound to this call's allocations and deadline,
     /// after showing the hook which function the component called on which
     /// resource (before any policy decision). A pure call (configuration)
@@ -50,7 +50,7 @@ impl CallState {
     }
 }
 
-impl CallState {
+impl CallCapabilities {
     /// Whether any of `texts` carries a secret of the call.
     fn carries_secret<'a>(&mut self, texts: impl IntoIterator<Item = &'a String>) -> bool {
         let secrets = self.secrets();
@@ -83,7 +83,7 @@ impl CallState {
     }
 }
 
-impl docker::Host for CallState {
+impl docker::Host for CallCapabilities {
     async fn names(
         &mut self,
         allocation: docker::Reference,
@@ -206,6 +206,9 @@ impl docker::Host for CallState {
 }
 
 /// Links the `docker` import (ungranted, every function answers `denied`).
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    docker::add_to_linker::<CallState, HasSelf<CallState>>(linker, |state| state)
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut CallCapabilities,
+) -> wasmtime::Result<()> {
+    docker::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }
