@@ -370,14 +370,26 @@ pub const REASON_PATTERN: &str = "^[a-z][a-z0-9_]{0,95}$";
 /// True when `reason` matches [`REASON_PATTERN`]. `const`, so a reason
 /// written in a `const` is checked at compile time.
 pub const fn is_valid_reason(reason: &str) -> bool {
-    let bytes = reason.as_bytes();
-    if bytes.is_empty() || bytes.len() > 96 || !bytes[0].is_ascii_lowercase() {
+    is_lowercase_name(reason, 96, Some(b'_'))
+}
+
+/// The shape of every lowercase name of the contract and its registry (a
+/// reason code, a kind, a credential field, a volume role): a lowercase
+/// letter, then lowercase letters, digits and `separator`, at most
+/// `max_len` bytes in all.
+pub const fn is_lowercase_name(name: &str, max_len: usize, separator: Option<u8>) -> bool {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() > max_len || !bytes[0].is_ascii_lowercase() {
         return false;
     }
     let mut index = 1;
     while index < bytes.len() {
         let byte = bytes[index];
-        if !(byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_') {
+        let separates = match separator {
+            Some(separator) => byte == separator,
+            None => false,
+        };
+        if !(byte.is_ascii_lowercase() || byte.is_ascii_digit() || separates) {
             return false;
         }
         index += 1;

@@ -18,13 +18,7 @@ pub const MAX_FIELD_BYTES: usize = 8 << 10;
 
 /// Whether `name` may name a credential field: `[a-z][a-z0-9_]{0,63}`.
 pub fn is_field_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 64
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
+    oac_contract::is_lowercase_name(name, 64, Some(b'_'))
 }
 
 /// Whether `fields` is a shape a registration may declare: at most

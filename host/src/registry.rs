@@ -315,13 +315,7 @@ pub enum RegistrationError {
 }
 
 fn is_kind_name(kind: &str) -> bool {
-    let bytes = kind.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 32
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+    oac_contract::is_lowercase_name(kind, 32, Some(b'-'))
 }
 
 fn is_component_file(name: &str) -> bool {

@@ -52,13 +52,7 @@ impl AllocationNames {
 
 /// Whether `role` may name a volume role: `[a-z][a-z0-9]{0,15}`.
 pub fn is_volume_role(role: &str) -> bool {
-    let bytes = role.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 16
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    oac_contract::is_lowercase_name(role, 16, None)
 }
 
 #[cfg(test)]
