@@ -1,0 +1,329 @@
+//! The configuration adapter, selection discovery and credential
+//! verification: pure or read-only calls, with credentials handed to the
+//! component only as handles (`crate::credential`).
+
+use super::*;
+
+/// Calls one configuration-adapter export. The call holds no credential
+/// value (only handles), but the values are kept out of its log lines all
+/// the same.
+macro_rules! adapter_call {
+    ($secrets:expr, $call:ident ( $($arg:expr),* )) => {{
+        let secrets: Vec<String> = $secrets;
+        move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
+            Box::pin(async move {
+                s.data_mut().call.secrets.extend(secrets);
+                p.configuration_adapter(&mut *s)?
+                    .$call(s, $($arg),*)
+                    .await
+            })
+        }
+    }};
+}
+
+impl Kind {
+    /// A `nodes` kind's configuration is the node's file: its public object
+    /// is always `{}` and it takes no credential.
+    fn node_rule(&self, configuration: &Configuration) -> bool {
+        self.registration.mode != Mode::Nodes
+            || (configuration.credential.is_none()
+                && matches!(
+                    serde_json::from_str::<serde_json::Value>(&configuration.public),
+                    Ok(serde_json::Value::Object(map)) if map.is_empty()
+                ))
+    }
+
+    /// Whether a candidate credential fits the kind's declared shape.
+    pub(super) fn fits(&self, credential: Option<&str>) -> bool {
+        credential
+            .is_none_or(|text| Checked::parse(&self.registration.credential_fields, text).is_some())
+    }
+
+    /// [`Self::plain`] for an adapter answer of `operation`, which Core may
+    /// show and log: its handles turned back into the credentials `handed`
+    /// out (any other handle is the unknown outcome), and an answer that
+    /// carries any of them, in any obvious encoding, in its public or
+    /// metadata text not accepted.
+    fn configured<T, U: Shown>(
+        &self,
+        operation: Operation,
+        raw: Result<Result<T, wit::Error>, Error>,
+        handed: &Handed<'_>,
+        back: impl FnOnce(T) -> Result<U, Unfit>,
+    ) -> Result<U, Error> {
+        let raw = match raw {
+            Ok(Ok(answer)) => match back(answer) {
+                Ok(answer) => Ok(Ok(answer)),
+                Err(Unfit) => {
+                    tracing::warn!(kind = %self.registration.kind, event = "credential_handle_unknown", "answer refused");
+                    return Err(police::unknown(operation));
+                }
+            },
+            Ok(Err(error)) => Ok(Err(error)),
+            Err(error) => Err(error),
+        };
+        self.shown(operation, raw, &handed.values())
+    }
+
+    /// [`Self::plain`] for an answer Core may show and log: one carrying
+    /// any of `secrets`, in any obvious encoding, is not accepted.
+    pub(super) fn shown<T, U: From<T> + Shown>(
+        &self,
+        operation: Operation,
+        raw: Result<Result<T, wit::Error>, Error>,
+        secrets: &[String],
+    ) -> Result<U, Error> {
+        let answer: U = self.plain(operation, raw)?;
+        let secrets = Secrets::new(secrets.iter().map(String::as_str));
+        if self.policing == Policing::Enforced && secrets.found_in_any(answer.shown()) {
+            tracing::warn!(kind = %self.registration.kind, event = "credential_in_public_answer", "answer refused");
+            return Err(police::unknown(operation));
+        }
+        Ok(answer)
+    }
+
+    /// The answer to configuration input that cannot be called with: a
+    /// credential that does not fit the kind's shape, or a `nodes` kind's
+    /// configuration that is not the node's rule. Unsupported still says
+    /// so first, whatever the input.
+    fn unfit<T>(&self, operation: Operation) -> Result<T, Error> {
+        self.admit(operation, &CallScope::pure(), false)?;
+        Err(Error::Invalid)
+    }
+
+    /// Handles for the credentials of one configuration call.
+    fn handed(&self) -> Handed<'_> {
+        Handed::new(&self.registration.credential_fields)
+    }
+}
+
+/// The credentials of `configurations`, to redact.
+pub(super) fn credentials<'a>(
+    configurations: impl IntoIterator<Item = &'a Configuration>,
+) -> Vec<String> {
+    configurations
+        .into_iter()
+        .filter_map(|c| c.credential.clone())
+        .collect()
+}
+
+impl ConfigurationProvider for Kind {
+    async fn requirements(&self, budget: Budget) -> Result<ConfigurationRequirements, Error> {
+        let found = self
+            .invoke(
+                Operation::Requirements,
+                CallScope::pure(),
+                budget,
+                move |p, s| {
+                    Box::pin(
+                        async move { p.configuration_adapter(&mut *s)?.call_requirements(s).await },
+                    )
+                },
+            )
+            .await?;
+        Ok(found.into())
+    }
+
+    async fn decode_input(
+        &self,
+        public: String,
+        credential: Option<String>,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
+        let operation = Operation::DecodeInput;
+        let input = Configuration { public, credential };
+        let secrets = credentials([&input]);
+        let mut handed = self.handed();
+        let (Ok(given), true) = (handed.configuration(&input), self.node_rule(&input)) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(
+                    secrets,
+                    call_decode_input(&given.public, given.credential.as_ref())
+                ),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back(a))
+    }
+
+    async fn encode(
+        &self,
+        configuration: Configuration,
+        budget: Budget,
+    ) -> Result<StoredConfiguration, Error> {
+        let operation = Operation::Encode;
+        let secrets = credentials([&configuration]);
+        let mut handed = self.handed();
+        let (Ok(given), true) = (
+            handed.configuration(&configuration),
+            self.node_rule(&configuration),
+        ) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(secrets, call_encode(&given)),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back_stored(a))
+    }
+
+    async fn decode(
+        &self,
+        stored: StoredConfiguration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
+        let operation = Operation::Decode;
+        let secrets: Vec<String> = stored
+            .secret
+            .iter()
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .collect();
+        let mut handed = self.handed();
+        let Ok(given) = handed.stored(&stored) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(secrets, call_decode(&given)),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back(a))
+    }
+
+    async fn normalize(
+        &self,
+        configuration: Configuration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
+        let operation = Operation::Normalize;
+        let secrets = credentials([&configuration]);
+        let mut handed = self.handed();
+        let (Ok(given), true) = (
+            handed.configuration(&configuration),
+            self.node_rule(&configuration),
+        ) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(secrets, call_normalize(&given)),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back(a))
+    }
+
+    async fn resolve_change(
+        &self,
+        next: Configuration,
+        previous: Configuration,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
+        let operation = Operation::ResolveChange;
+        let secrets = credentials([&next, &previous]);
+        let mut handed = self.handed();
+        let (Ok(given_next), Ok(given_previous), true) = (
+            handed.configuration(&next),
+            handed.configuration(&previous),
+            self.node_rule(&next) && self.node_rule(&previous),
+        ) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(secrets, call_resolve_change(&given_next, &given_previous)),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back(a))
+    }
+
+    async fn equal(
+        &self,
+        left: Configuration,
+        right: Configuration,
+        budget: Budget,
+    ) -> Result<bool, Error> {
+        let operation = Operation::Equal;
+        let secrets = credentials([&left, &right]);
+        let mut handed = self.handed();
+        let (Ok(given_left), Ok(given_right), true) = (
+            handed.configuration(&left),
+            handed.configuration(&right),
+            self.node_rule(&left) && self.node_rule(&right),
+        ) else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(secrets, call_equal(&given_left, &given_right)),
+            )
+            .await;
+        self.plain(operation, raw)
+    }
+
+    async fn with_credential(
+        &self,
+        owner: Configuration,
+        candidate: String,
+        budget: Budget,
+    ) -> Result<Configuration, Error> {
+        let operation = Operation::WithCredential;
+        let mut secrets = credentials([&owner]);
+        secrets.push(candidate.clone());
+        let mut handed = self.handed();
+        let (Ok(given_owner), Ok(given_candidate)) =
+            (handed.configuration(&owner), handed.hand(&candidate))
+        else {
+            return self.unfit(operation);
+        };
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::pure(),
+                budget,
+                adapter_call!(
+                    secrets,
+                    call_with_credential(&given_owner, &given_candidate)
+                ),
+            )
+            .await;
+        self.configured(operation, raw, &handed, |a| handed.back(a))
+    }
+
+    async fn discover_configuration(
+        &self,
+        query: String,
+        budget: Budget,
+    ) -> Result<Vec<String>, Error> {
+        let operation = Operation::DiscoverConfiguration;
+        let raw = self
+            .invoke(
+                operation,
+                CallScope::node_read(),
+                budget,
+                adapter_call!(Vec::new(), call_discover_configuration(&query)),
+            )
+            .await;
+        self.plain(operation, raw)
+    }
+}
