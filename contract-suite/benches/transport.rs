@@ -955,14 +955,14 @@ mod bare {
     use tokio::net::{UnixListener, UnixStream};
 
     /// The client of a bare server.
-    pub struct Client {
+    pub(crate) struct Client {
         socket: PathBuf,
         idle: Mutex<Vec<BufStream<UnixStream>>>,
         _dir: tempfile::TempDir,
     }
 
     /// Serves `host` bare on a Unix socket of its own.
-    pub async fn serve(host: Arc<Host>) -> Client {
+    pub(crate) async fn serve(host: Arc<Host>) -> Client {
         let dir = tempfile::tempdir().expect("temp dir");
         let socket = dir.path().join("bare.sock");
         let listener = UnixListener::bind(&socket).expect("bare socket");
@@ -1017,7 +1017,7 @@ mod bare {
 
     impl Client {
         /// `get-info` of the bench's kind on `reference`.
-        pub async fn get_info(&self, reference: Reference) -> Result<Info, Error> {
+        pub(crate) async fn get_info(&self, reference: Reference) -> Result<Info, Error> {
             let request = frame::request(&wire::Request {
                 kind: KIND.to_string(),
                 timeout_ms: super::budget().millis(),
@@ -1068,7 +1068,7 @@ mod node_process {
     const TOKEN: &str = "transport-bench-node-process-token";
 
     /// What the node serves: the same as the bench's own host.
-    pub struct Settings {
+    pub(crate) struct Settings {
         pub docker_socket: PathBuf,
         pub image: String,
         pub seccomp_profile: String,
@@ -1078,7 +1078,7 @@ mod node_process {
     }
 
     /// A running `sandbox-host serve` and the proxy Core would use.
-    pub struct NodeProcess {
+    pub(crate) struct NodeProcess {
         pub remote: Arc<RemoteProvider>,
         pub client: NodeClient,
         child: Child,
@@ -1088,7 +1088,7 @@ mod node_process {
     /// The `sandbox-host` binary: `OAC_SANDBOX_HOST`, or the one built
     /// beside this bench (`target/<profile>/sandbox-host`), or what is
     /// missing.
-    pub fn binary() -> Result<PathBuf, String> {
+    pub(crate) fn binary() -> Result<PathBuf, String> {
         if let Some(path) = std::env::var_os("OAC_SANDBOX_HOST") {
             return Ok(path.into());
         }
@@ -1158,7 +1158,7 @@ mod node_process {
     impl NodeProcess {
         /// Starts `sandbox-host serve` for `settings` and connects the
         /// proxy once it answers; fails if the binary is missing.
-        pub async fn start(settings: Settings) -> Result<Self, String> {
+        pub(crate) async fn start(settings: Settings) -> Result<Self, String> {
             let binary = binary()?;
             let dir = tempfile::tempdir().expect("tempdir");
             let socket = dir.path().join("node.sock");
@@ -1201,13 +1201,13 @@ mod node_process {
             })
         }
 
-        pub fn pid(&self) -> u32 {
+        pub(crate) fn pid(&self) -> u32 {
             self.child.id()
         }
 
         /// Stops the node as an operator does (SIGTERM) and checks that
         /// it finished cleanly.
-        pub fn stop(mut self) {
+        pub(crate) fn stop(mut self) {
             let sent = Command::new("kill")
                 .arg("-TERM")
                 .arg(self.child.id().to_string())

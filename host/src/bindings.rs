@@ -11,4 +11,4 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq],
 });
 
-pub use exports::oac::sandbox_provider::declarations::Support;
+pub(crate) use exports::oac::sandbox_provider::declarations::Support;

@@ -21,7 +21,7 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 /// Why a call ended without the component's answer. Every case means the
 /// outcome is unknown: callers report it as unconfirmed, never as success.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Aborted {
+pub(crate) enum Aborted {
     /// The budget ran out (guest CPU or waiting on a capability).
     Expired,
     /// The guest used the kind's CPU time per call.
@@ -36,7 +36,7 @@ pub enum Aborted {
 
 impl Aborted {
     /// A fixed code for logs.
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Aborted::Expired => "budget_expired",
             Aborted::CpuLimit => "cpu_limit",
@@ -65,12 +65,12 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool, cpu_spent: bool) ->
 /// Past it the call traps before the host holds the data (wasmtime's
 /// default is 128 MiB, which a component's empty strings can reach from
 /// far less of its own memory).
-pub const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
+pub(crate) const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
 
 /// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
 /// `deadline` (native requests in flight then to theirs), and drops the
 /// instance.
-pub async fn run<R>(
+pub(crate) async fn run<R>(
     pre: &Prepared,
     capabilities: SharedCapabilities,
     scope: CallScope,

@@ -12,19 +12,19 @@ use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as ad
 use oac_provider_api::types::{Configuration, StoredConfiguration};
 
 /// Most fields a credential may declare.
-pub const MAX_FIELDS: usize = 8;
+pub(crate) const MAX_FIELDS: usize = 8;
 /// Longest value of one field, in bytes.
-pub const MAX_FIELD_BYTES: usize = 8 << 10;
+pub(crate) const MAX_FIELD_BYTES: usize = 8 << 10;
 
 /// Whether `name` may name a credential field: `[a-z][a-z0-9_]{0,63}`.
-pub fn is_field_name(name: &str) -> bool {
+pub(crate) fn is_field_name(name: &str) -> bool {
     oac_contract::is_lowercase_name(name, 64, Some(b'_'))
 }
 
 /// Whether `fields` is a shape a registration may declare: at most
 /// [`MAX_FIELDS`] well-formed names, none twice. Empty means the kind takes
 /// no credential.
-pub fn is_shape(fields: &[String]) -> bool {
+pub(crate) fn is_shape(fields: &[String]) -> bool {
     let unique: std::collections::BTreeSet<&str> = fields.iter().map(String::as_str).collect();
     fields.len() <= MAX_FIELDS
         && unique.len() == fields.len()
@@ -34,7 +34,7 @@ pub fn is_shape(fields: &[String]) -> bool {
 /// A credential checked against its shape: its canonical JSON text (the
 /// declared fields, in order) and each field's length.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Checked {
+pub(crate) struct Checked {
     canonical: String,
     fields: Vec<(String, u32)>,
 }
@@ -44,7 +44,7 @@ impl Checked {
     /// the declared fields, each a non-empty string of at most
     /// [`MAX_FIELD_BYTES`] (for a kind that declares none, only `{}`, which
     /// holds nothing). `None` otherwise (the text is never echoed).
-    pub fn parse(shape: &[String], text: &str) -> Option<Self> {
+    pub(crate) fn parse(shape: &[String], text: &str) -> Option<Self> {
         let serde_json::Value::Object(object) = serde_json::from_str(text).ok()? else {
             return None;
         };
@@ -73,7 +73,7 @@ impl Checked {
 
 /// The credentials one configuration call was handed, by handle: equal
 /// credentials share one handle.
-pub struct Handed<'a> {
+pub(crate) struct Handed<'a> {
     shape: &'a [String],
     held: Vec<Checked>,
 }
@@ -81,11 +81,11 @@ pub struct Handed<'a> {
 /// A credential that does not fit the kind's shape, or a handle the call
 /// was never given.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Unfit;
+pub(crate) struct Unfit;
 
 impl<'a> Handed<'a> {
     /// No credential handed yet, for a kind of `shape`.
-    pub fn new(shape: &'a [String]) -> Self {
+    pub(crate) fn new(shape: &'a [String]) -> Self {
         Self {
             shape,
             held: Vec::new(),
@@ -93,7 +93,7 @@ impl<'a> Handed<'a> {
     }
 
     /// The handle of credential `text`, which must fit the shape.
-    pub fn hand(&mut self, text: &str) -> Result<adapter::Credential, Unfit> {
+    pub(crate) fn hand(&mut self, text: &str) -> Result<adapter::Credential, Unfit> {
         let checked = Checked::parse(self.shape, text).ok_or(Unfit)?;
         let index = match self.held.iter().position(|held| *held == checked) {
             Some(index) => index,
@@ -121,7 +121,7 @@ impl<'a> Handed<'a> {
 
     /// The canonical text behind a handle the component passed back: one
     /// this call handed out, fields and all.
-    pub fn value(&self, credential: &adapter::Credential) -> Result<String, Unfit> {
+    pub(crate) fn value(&self, credential: &adapter::Credential) -> Result<String, Unfit> {
         let index = credential.handle as usize;
         if index < self.held.len() && self.handle(index) == *credential {
             Ok(self.held[index].canonical.clone())
@@ -131,7 +131,7 @@ impl<'a> Handed<'a> {
     }
 
     /// `configuration` as the component sees it.
-    pub fn configuration(
+    pub(crate) fn configuration(
         &mut self,
         configuration: &Configuration,
     ) -> Result<adapter::Configuration, Unfit> {
@@ -147,7 +147,7 @@ impl<'a> Handed<'a> {
 
     /// `stored` as the component sees it: its secret parsed as a
     /// credential of the shape.
-    pub fn stored(
+    pub(crate) fn stored(
         &mut self,
         stored: &StoredConfiguration,
     ) -> Result<adapter::StoredConfiguration, Unfit> {
@@ -163,7 +163,7 @@ impl<'a> Handed<'a> {
     }
 
     /// The component's configuration with its credential's value restored.
-    pub fn back(&self, answer: adapter::Configuration) -> Result<Configuration, Unfit> {
+    pub(crate) fn back(&self, answer: adapter::Configuration) -> Result<Configuration, Unfit> {
         Ok(Configuration {
             public: answer.public,
             credential: answer
@@ -175,7 +175,7 @@ impl<'a> Handed<'a> {
 
     /// The component's stored configuration with the credential's canonical
     /// text as its secret.
-    pub fn back_stored(
+    pub(crate) fn back_stored(
         &self,
         answer: adapter::StoredConfiguration,
     ) -> Result<StoredConfiguration, Unfit> {
@@ -190,7 +190,7 @@ impl<'a> Handed<'a> {
     }
 
     /// Every credential value handed, to look for in answers.
-    pub fn values(&self) -> Vec<String> {
+    pub(crate) fn values(&self) -> Vec<String> {
         self.held
             .iter()
             .map(|held| held.canonical.clone())

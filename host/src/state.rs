@@ -13,7 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 /// requests) one call may hold at once. A provider call needs a few dozen;
 /// the default (a million) would let one component make the host hold
 /// gigabytes of handles. Beyond it the import fails and the call traps.
-pub const MAX_TABLE_ENTRIES: usize = 16_384;
+pub(crate) const MAX_TABLE_ENTRIES: usize = 16_384;
 
 /// Per-call store data: the WASI context, the limits, and the call's
 /// capabilities ([`CallCapabilities`]).

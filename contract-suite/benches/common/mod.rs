@@ -19,11 +19,11 @@ use std::time::Duration;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The kind both benches load.
-pub const KIND: &str = "docker";
+pub(crate) const KIND: &str = "docker";
 const TOKEN: &str = "suite-bench-token-0123456789";
 
 /// Where `cargo xtask build-plugins` staged the components.
-pub fn plugin_dir() -> PathBuf {
+pub(crate) fn plugin_dir() -> PathBuf {
     std::env::var_os("OAC_PLUGIN_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
@@ -32,7 +32,7 @@ pub fn plugin_dir() -> PathBuf {
 /// A real engine's socket (`OAC_DOCKER_SOCKET`) and the assembled seccomp
 /// profile its containers run under (from `../shared/seccomp-upstream`, or
 /// `OAC_SECCOMP_UPSTREAM`), or what is missing.
-pub fn real_engine() -> Result<(PathBuf, String), String> {
+pub(crate) fn real_engine() -> Result<(PathBuf, String), String> {
     let socket = std::env::var_os("OAC_DOCKER_SOCKET")
         .map(PathBuf::from)
         .ok_or("no Docker Engine (set OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)")?;
@@ -43,7 +43,7 @@ pub fn real_engine() -> Result<(PathBuf, String), String> {
 /// Removes every container and volume of `installation` from a real
 /// engine, such as a run that stopped half-way left behind (its
 /// allocations would otherwise be taken). Fakes start empty.
-pub async fn sweep(engine: &Engine, installation: &str) {
+pub(crate) async fn sweep(engine: &Engine, installation: &str) {
     let Engine::Real { client, .. } = engine else {
         return;
     };
@@ -68,7 +68,7 @@ pub async fn sweep(engine: &Engine, installation: &str) {
 
 /// The suite's docker profile: the `docker` adapter's configuration the
 /// benches' hosts and nodes load.
-pub fn docker_configuration() -> serde_json::Value {
+pub(crate) fn docker_configuration() -> serde_json::Value {
     let profile = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
     )
@@ -79,7 +79,7 @@ pub fn docker_configuration() -> serde_json::Value {
 /// The builtin `docker` row loaded with the suite's docker profile, as
 /// `installation`, against `engine` under a policy of `image` and
 /// `seccomp_profile`.
-pub async fn docker_host(
+pub(crate) async fn docker_host(
     engine: &Engine,
     image: &str,
     seccomp_profile: &str,
@@ -97,7 +97,7 @@ pub async fn docker_host(
 /// [`docker_host`] against the engine at `docker_socket`, owning its
 /// arguments so that it can be loaded on another runtime (its Engine
 /// client's connections then belong to that runtime).
-pub async fn docker_host_at(
+pub(crate) async fn docker_host_at(
     docker_socket: Option<PathBuf>,
     image: String,
     seccomp_profile: String,
@@ -133,7 +133,7 @@ pub async fn docker_host_at(
 }
 
 /// A node serving a host on a Unix socket, and the proxy Core would use.
-pub struct ServedNode {
+pub(crate) struct ServedNode {
     /// The `docker` kind through the node.
     pub remote: Arc<RemoteProvider>,
     /// The node's client, for calls with no operation behind them.
@@ -152,7 +152,11 @@ impl ServedNode {
     /// (its connections and the operations they run included) and
     /// connects the proxy, whose sessions belong to the caller's runtime,
     /// once the node answers.
-    pub async fn start(host: Arc<Host>, budget: Budget, runtime: &tokio::runtime::Handle) -> Self {
+    pub(crate) async fn start(
+        host: Arc<Host>,
+        budget: Budget,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("node.sock");
         let token_file = dir.path().join("token");
@@ -191,7 +195,7 @@ impl ServedNode {
     }
 
     /// Stops the node and waits for it to finish serving.
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

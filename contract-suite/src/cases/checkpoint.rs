@@ -38,7 +38,7 @@ fn placeholder_snapshot(reference: &Reference) -> SnapshotIdentity {
     }
 }
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
     if !h.declaration().0.supports_checkpoint() {
         return;

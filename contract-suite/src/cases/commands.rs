@@ -10,7 +10,7 @@ use sandbox_host::capability::boundary::Fault;
 use sandbox_host::types::Error;
 use sha2::Digest;
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
     let reference = h.allocation("commands");
     if h.create(&reference).await.is_err() {

@@ -6,7 +6,7 @@ use crate::report::Level;
 use sandbox_host::contract::{Interface, Operation, is_valid_reason};
 use sandbox_host::declaration::Decision;
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     runner
         .case(
             "declaration.complete",

@@ -102,7 +102,7 @@ async fn baseline(h: &Harness, operation: Operation) -> Result<Vec<(NativeReques
     }
 }
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     for operation in [
         Operation::Create,
         Operation::GetInfo,

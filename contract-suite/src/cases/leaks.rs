@@ -22,7 +22,7 @@ fn leaked(h: &Harness, markers: &[&str]) -> Option<String> {
         .map(|line| format!("log line: {line}"))
 }
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     runner
         .case(
             "leaks.native-error-text",

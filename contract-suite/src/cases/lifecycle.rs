@@ -8,7 +8,7 @@ use sandbox_host::contract::Operation;
 use sandbox_host::types::{Error, Failure, LifecycleState};
 use std::sync::Mutex;
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let reference = runner.harness.allocation("lifecycle");
     let provider_id: Mutex<Option<String>> = Mutex::default();
     let (r, id) = (&reference, &provider_id);

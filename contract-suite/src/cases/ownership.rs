@@ -8,7 +8,7 @@ use sandbox_host::contract::labels;
 use sandbox_host::types::Error;
 use std::collections::BTreeMap;
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
     if h.engine.socket().is_none() {
         return over_http(runner).await;

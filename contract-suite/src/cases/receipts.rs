@@ -12,7 +12,7 @@ use sandbox_host::police;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Error, LifecycleState};
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
     if !h.keeps_receipts() {
         return;

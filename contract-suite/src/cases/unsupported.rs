@@ -131,7 +131,7 @@ async fn call(h: &Harness, operation: Operation) -> Option<Error> {
     }
 }
 
-pub async fn run(runner: &mut Runner<'_>) {
+pub(super) async fn run(runner: &mut Runner<'_>) {
     let unsupported: Vec<(Operation, String)> = {
         let (declaration, _) = runner_harness(runner).declaration();
         declaration

@@ -16,14 +16,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The image id the benches' container policy names.
 #[allow(dead_code, reason = "only the scale bench creates containers")]
-pub const POLICY_IMAGE: &str =
+pub(crate) const POLICY_IMAGE: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The staged steerable test component under `kind`, steered by its
 /// configuration, granted the engine at `socket`; `max_concurrent_calls`
 /// replaces the registry row's own.
 #[allow(dead_code, reason = "the scale bench chooses its component")]
-pub async fn load_steered(
+pub(crate) async fn load_steered(
     runtime: Arc<Runtime>,
     socket: &Path,
     kinds: &[(&str, serde_json::Value)],
@@ -36,7 +36,7 @@ pub async fn load_steered(
 /// the others), registered as the steerable kind's row is, under each of
 /// `kinds`; its configuration must be `{}` (it reads none).
 #[allow(dead_code, reason = "only the scale bench loads it")]
-pub async fn load_one_request(
+pub(crate) async fn load_one_request(
     runtime: Arc<Runtime>,
     socket: &Path,
     kinds: &[(&str, serde_json::Value)],
@@ -66,7 +66,7 @@ fn builtin_row(kind: &str) -> Registration {
 /// The builtin kind `builtin`'s component under each of `kinds`, granted
 /// the engine at `socket`; `max_concurrent_calls` replaces the registry
 /// row's own.
-pub async fn load_builtin(
+pub(crate) async fn load_builtin(
     runtime: Arc<Runtime>,
     builtin: &str,
     socket: &Path,
@@ -137,7 +137,7 @@ async fn load_row(
 
 /// The allocation `t/e/{allocation}`.
 #[allow(dead_code, reason = "the load bench makes no call")]
-pub fn reference(allocation: &str) -> Reference {
+pub(crate) fn reference(allocation: &str) -> Reference {
     Reference {
         tenant_id: "t".into(),
         environment_id: "e".into(),
@@ -152,24 +152,24 @@ pub fn reference(allocation: &str) -> Reference {
     reason = "only the calls and scale benches time calls one by one"
 )]
 #[derive(Default)]
-pub struct Timings(Vec<std::time::Duration>);
+pub(crate) struct Timings(Vec<std::time::Duration>);
 
 #[allow(
     dead_code,
     reason = "only the calls and scale benches time calls one by one"
 )]
 impl Timings {
-    pub fn push(&mut self, time: std::time::Duration) {
+    pub(crate) fn push(&mut self, time: std::time::Duration) {
         self.0.push(time);
     }
 
     /// Adds another run's timings of the same case.
-    pub fn absorb(&mut self, other: Timings) {
+    pub(crate) fn absorb(&mut self, other: Timings) {
         self.0.extend(other.0);
     }
 
     /// Nearest-rank percentile (`q` in 0..=1) of the timings so far.
-    pub fn percentile(&self, q: f64) -> std::time::Duration {
+    pub(crate) fn percentile(&self, q: f64) -> std::time::Duration {
         let mut sorted = self.0.clone();
         sorted.sort_unstable();
         let rank = (q * sorted.len() as f64).ceil() as usize;
@@ -183,6 +183,6 @@ impl Timings {
 /// Whether criterion is measuring (`cargo bench` passes `--bench`) rather
 /// than running each bench once as a test.
 #[allow(dead_code, reason = "the load bench has no plain run")]
-pub fn measuring() -> bool {
+pub(crate) fn measuring() -> bool {
     std::env::args().any(|arg| arg == "--bench")
 }

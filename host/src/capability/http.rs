@@ -206,7 +206,7 @@ pub(crate) struct HttpBroker {
 impl HttpBroker {
     /// This broker with the kind's bounds on requests open at once: per
     /// call and for the whole kind.
-    pub fn with_open_limits(self, per_call: usize, per_kind: usize) -> Self {
+    pub(crate) fn with_open_limits(self, per_call: usize, per_kind: usize) -> Self {
         Self {
             open: Arc::new(tokio::sync::Semaphore::new(per_kind)),
             open_per_call: per_call,
@@ -217,7 +217,7 @@ impl HttpBroker {
     /// A broker for the registered origins and credential origins
     /// (already validated) and the configured endpoint `(api_url, domain)`
     /// (already resolved).
-    pub fn new(
+    pub(crate) fn new(
         origins: &[String],
         credential_origins: &[String],
         endpoint: Option<(String, String)>,

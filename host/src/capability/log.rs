@@ -12,25 +12,31 @@ use oac_provider_api::secrets::Secrets;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Fields kept per event.
-pub const MAX_FIELDS: usize = 16;
+pub(crate) const MAX_FIELDS: usize = 16;
 /// Characters kept per field value.
-pub const MAX_VALUE_CHARS: usize = 256;
+pub(crate) const MAX_VALUE_CHARS: usize = 256;
 /// Events one call may write; the next is replaced by one
 /// `log_quota_exceeded` event and the rest are dropped, so a component
 /// cannot flood the node's log.
-pub const LOG_QUOTA: u32 = 256;
+pub(crate) const LOG_QUOTA: u32 = 256;
 /// What a field holding a secret is written as (the contract suite reads it
 /// as the component's attempt to log that secret).
 pub const REDACTED: &str = "[redacted]";
 
 /// What an event code or field key carrying a secret is written as (a
 /// valid code, unlike [`REDACTED`]).
-pub const REDACTED_NAME: &str = "redacted";
+pub(crate) const REDACTED_NAME: &str = "redacted";
 
 /// Writes one component event. `kind` names the provider kind; an event
 /// code, field key or field value carrying one of `secrets` is written
 /// [`REDACTED_NAME`] or [`REDACTED`].
-pub fn emit(kind: &str, secrets: &Secrets, level: Level, event: &str, fields: &[(String, String)]) {
+pub(crate) fn emit(
+    kind: &str,
+    secrets: &Secrets,
+    level: Level,
+    event: &str,
+    fields: &[(String, String)],
+) {
     let event = if !oac_contract::is_valid_reason(event) {
         "invalid_event_code"
     } else if secrets.found_in(event.as_bytes()) {

@@ -5,7 +5,7 @@
 //! allocation's resources; and a call's [`Access`] decides, before any
 //! request, whether it may change anything at all.
 
-pub use oac_contract::labels::{
+pub(crate) use oac_contract::labels::{
     ALLOCATION as ALLOCATION_LABEL, ENVIRONMENT as ENVIRONMENT_LABEL,
     INSTALLATION as INSTALLATION_LABEL, TENANT as TENANT_LABEL,
 };
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 /// What a call may do through the capabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     /// No capability at all (the configuration adapter and the declaration
     /// calls): every native import is denied and no event is logged.
     Pure,
@@ -28,14 +28,14 @@ pub enum Access {
 /// The allocations a call serves, from the operation's input, and its
 /// [`Access`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct CallScope {
+pub(crate) struct CallScope {
     access: Access,
     references: Vec<Reference>,
 }
 
 impl CallScope {
     /// A configuration or declaration call: no capability, no allocation.
-    pub fn pure() -> Self {
+    pub(crate) fn pure() -> Self {
         Self {
             access: Access::Pure,
             references: Vec::new(),
@@ -44,7 +44,7 @@ impl CallScope {
 
     /// A call about no allocation that may only read (the readiness probe,
     /// selection and configuration discovery).
-    pub fn node_read() -> Self {
+    pub(crate) fn node_read() -> Self {
         Self {
             access: Access::Read,
             references: Vec::new(),
@@ -52,7 +52,7 @@ impl CallScope {
     }
 
     /// An operation on one allocation that may change it.
-    pub fn changing(reference: Reference) -> Self {
+    pub(crate) fn changing(reference: Reference) -> Self {
         Self {
             access: Access::Change,
             references: vec![reference],
@@ -61,7 +61,7 @@ impl CallScope {
 
     /// A call that may only read these allocations' resources
     /// (observations, credential verification).
-    pub fn reading(references: Vec<Reference>) -> Self {
+    pub(crate) fn reading(references: Vec<Reference>) -> Self {
         Self {
             access: Access::Read,
             references,
@@ -69,22 +69,22 @@ impl CallScope {
     }
 
     /// What the call may do.
-    pub fn access(&self) -> Access {
+    pub(crate) fn access(&self) -> Access {
         self.access
     }
 
     /// Whether the call may change native state.
-    pub fn may_change(&self) -> bool {
+    pub(crate) fn may_change(&self) -> bool {
         self.access == Access::Change
     }
 
     /// Whether the call may use a native capability at all.
-    pub fn may_reach(&self) -> bool {
+    pub(crate) fn may_reach(&self) -> bool {
         self.access != Access::Pure
     }
 
     /// The call's one allocation, when it serves exactly one.
-    pub fn single(&self) -> Option<&Reference> {
+    pub(crate) fn single(&self) -> Option<&Reference> {
         match self.references.as_slice() {
             [reference] => Some(reference),
             _ => None,
@@ -92,18 +92,18 @@ impl CallScope {
     }
 
     /// The allocation whose turn the call takes: a changing call's.
-    pub fn turn(&self) -> Option<&Reference> {
+    pub(crate) fn turn(&self) -> Option<&Reference> {
         self.single().filter(|_| self.may_change())
     }
 
     /// The allocations the call serves.
-    pub fn references(&self) -> &[Reference] {
+    pub(crate) fn references(&self) -> &[Reference] {
         &self.references
     }
 
     /// True when `labels` bind the resource to this installation and to one
     /// of the call's allocations, all four labels exactly.
-    pub fn owns(&self, installation: &str, labels: &HashMap<String, String>) -> bool {
+    pub(crate) fn owns(&self, installation: &str, labels: &HashMap<String, String>) -> bool {
         let label = |key: &str| labels.get(key).map(String::as_str);
         label(INSTALLATION_LABEL) == Some(installation)
             && self.references().iter().any(|reference| {
@@ -115,7 +115,10 @@ impl CallScope {
 }
 
 /// The four ownership labels of `reference` under `installation`.
-pub fn ownership_labels(installation: &str, reference: &Reference) -> HashMap<String, String> {
+pub(crate) fn ownership_labels(
+    installation: &str,
+    reference: &Reference,
+) -> HashMap<String, String> {
     HashMap::from([
         (INSTALLATION_LABEL.to_string(), installation.to_string()),
         (TENANT_LABEL.to_string(), reference.tenant_id.clone()),

@@ -36,7 +36,7 @@ pub(crate) use runs_to_end::RunsToEnd;
 /// Whether a kind's answers are policed. Only the contract suite turns
 /// policing off, to judge what a component itself answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policing {
+pub(crate) enum Policing {
     /// Production: the declaration is answered by the host, answers are policed.
     Enforced,
     /// Conformance testing: every operation reaches the component, and its

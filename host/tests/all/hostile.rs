@@ -790,7 +790,7 @@ mod hostile_engine {
     /// `/containers/sandbox/json` with `inspect`, and starts every exec with
     /// a frame claiming 4 GiB followed by bytes without end. It counts what
     /// it managed to send.
-    pub struct HostileEngine {
+    pub(super) struct HostileEngine {
         pub socket: std::path::PathBuf,
         pub sent: Arc<AtomicU64>,
         _dir: tempfile::TempDir,
@@ -867,7 +867,7 @@ mod hostile_engine {
     use futures_util::StreamExt;
 
     impl HostileEngine {
-        pub async fn start(inspect: String) -> Self {
+        pub(super) async fn start(inspect: String) -> Self {
             let dir = tempfile::tempdir().expect("tempdir");
             let socket = dir.path().join("hostile.sock");
             let listener = tokio::net::UnixListener::bind(&socket).expect("bind");

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// How to reach a serving node.
 #[derive(Args)]
-pub struct RemoteArgs {
+pub(crate) struct RemoteArgs {
     /// The node's Unix socket.
     #[arg(long, conflicts_with = "tcp", required_unless_present = "tcp")]
     unix: Option<PathBuf>,
@@ -68,7 +68,7 @@ impl RemoteArgs {
 
 /// What to ask the node.
 #[derive(Subcommand)]
-pub enum ClientCmd {
+pub(crate) enum ClientCmd {
     /// Print each served kind's readiness diagnostics as JSON (exit status 1
     /// when any kind is not ready).
     Health,
@@ -179,7 +179,7 @@ fn fresh_reference() -> Reference {
 }
 
 /// Runs one client command; returns success.
-pub async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
+pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
     let endpoint = remote.endpoint()?;
     let token = Token::read(&remote.token_file)?;
     let client = NodeClient::new(&endpoint, token.expose())?;

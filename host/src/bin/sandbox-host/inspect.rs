@@ -9,7 +9,7 @@ use sandbox_host::provider::{ConfigurationProvider, SandboxProvider};
 use serde_json::{Value, json};
 
 /// Loads every kind offline and reports each one's inventory and digest.
-pub async fn validate(node: NodeArgs) -> Result<bool> {
+pub(crate) async fn validate(node: NodeArgs) -> Result<bool> {
     let host = node.load(Connect::Offline, None).await?;
     for kind in host.kinds() {
         println!(
@@ -24,7 +24,7 @@ pub async fn validate(node: NodeArgs) -> Result<bool> {
 
 /// Prints each kind's registration, digest, inventory, declaration,
 /// configuration requirements and node artifacts as JSON.
-pub async fn describe(node: NodeArgs) -> Result<bool> {
+pub(crate) async fn describe(node: NodeArgs) -> Result<bool> {
     let host = node.load(Connect::Offline, None).await?;
     let budget = Budget::from_millis(10_000)?;
     let mut kinds = Vec::new();
@@ -60,7 +60,7 @@ pub async fn describe(node: NodeArgs) -> Result<bool> {
 
 /// Runs each kind's readiness probe against this node's capabilities and
 /// prints the diagnostics; not ready is exit status 1.
-pub async fn probe(node: NodeArgs) -> Result<bool> {
+pub(crate) async fn probe(node: NodeArgs) -> Result<bool> {
     let host = node.load(Connect::Capabilities, None).await?;
     let budget = Budget::from_millis(30_000)?;
     let mut report = serde_json::Map::new();

@@ -27,7 +27,7 @@ const BUFFERED_LINES: usize = 16_384;
 /// Installs the subscriber: `RUST_LOG` when set, else `level` (default
 /// `warn`). Keep the guard until exit: dropping it flushes the lines still
 /// buffered.
-pub fn init(level: Option<&str>, json: bool) -> WorkerGuard {
+pub(crate) fn init(level: Option<&str>, json: bool) -> WorkerGuard {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| level.unwrap_or("warn").into());
     let (writer, guard) = NonBlockingBuilder::default()

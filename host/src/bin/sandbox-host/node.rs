@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// Where components are and what the node supplies to each kind.
 #[derive(Args)]
-pub struct NodeArgs {
+pub(crate) struct NodeArgs {
     /// Directory of staged components (`cargo xtask build-plugins` output).
     #[arg(long, default_value = "target/plugins")]
     plugins: PathBuf,
@@ -141,7 +141,7 @@ impl NodeArgs {
 
     /// Loads the builtin kinds (every one, those of `--kind`, or `only`),
     /// connecting their capabilities or not.
-    pub async fn load(&self, connect: Connect, only: Option<&str>) -> Result<Host> {
+    pub(crate) async fn load(&self, connect: Connect, only: Option<&str>) -> Result<Host> {
         let runtime = Runtime::new().context("creating the WebAssembly engine")?;
         Ok(Host::load(
             runtime,

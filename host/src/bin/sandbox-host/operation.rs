@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 /// One operation's input, as written on the command line.
 #[derive(Args)]
-pub struct OperationArgs {
+pub(crate) struct OperationArgs {
     /// Provider kind, e.g. `docker`.
     kind: String,
     /// One of: create, get-info, renew, kill, run-command.
@@ -49,7 +49,7 @@ enum Input {
 }
 
 /// A parsed operation: the kind, the allocation, the budget and the input.
-pub struct Operation {
+pub(crate) struct Operation {
     /// The provider kind.
     pub kind: String,
     allocation: Reference,
@@ -58,7 +58,7 @@ pub struct Operation {
 }
 
 /// `TENANT/ENVIRONMENT/ALLOCATION`, each part non-empty.
-pub fn parse_reference(text: &str) -> Result<Reference> {
+pub(crate) fn parse_reference(text: &str) -> Result<Reference> {
     let parts: Vec<&str> = text.split('/').collect();
     let [tenant, environment, allocation] = parts[..] else {
         bail!("--reference takes TENANT/ENVIRONMENT/ALLOCATION")
@@ -82,7 +82,7 @@ fn read(path: &PathBuf) -> Result<Vec<u8>> {
 
 impl OperationArgs {
     /// Checks and reads everything before anything is loaded or sent.
-    pub fn parse(self) -> Result<Operation> {
+    pub(crate) fn parse(self) -> Result<Operation> {
         let budget = Budget::from_millis(self.budget_ms)?;
         let allocation = parse_reference(&self.reference)?;
         let input = match self.operation.as_str() {
@@ -128,7 +128,7 @@ fn report<T: serde::Serialize>(outcome: Result<T, (&'static str, Value)>) -> Res
 }
 
 /// A command's outcome, its bytes shown as text.
-pub fn command_json(result: &CommandResult) -> Value {
+pub(crate) fn command_json(result: &CommandResult) -> Value {
     json!({
         "stdout": String::from_utf8_lossy(&result.stdout),
         "stderr": String::from_utf8_lossy(&result.stderr),
@@ -138,7 +138,7 @@ pub fn command_json(result: &CommandResult) -> Value {
 
 impl Operation {
     /// Runs on `provider` and prints the outcome; returns success.
-    pub async fn run(self, provider: &impl SandboxProvider) -> Result<bool> {
+    pub(crate) async fn run(self, provider: &impl SandboxProvider) -> Result<bool> {
         let (allocation, budget) = (self.allocation, self.budget);
         let failure = |f: Failure| (f.error.code(), json!(f.info));
         let plain = |e: sandbox_host::types::Error| (e.code(), Value::Null);

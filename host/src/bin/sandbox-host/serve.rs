@@ -27,7 +27,7 @@ async fn interrupted() {
 
 /// Loads the configuration's kinds, connects them and serves them; on
 /// Ctrl-C or SIGTERM finishes the operations in flight and stops.
-pub async fn run(path: PathBuf) -> Result<bool> {
+pub(crate) async fn run(path: PathBuf) -> Result<bool> {
     let config = NodeConfig::load(&path, &registry::builtin())?;
     let _log = crate::logging::init(config.log.level.as_deref(), config.log.json);
     let runtime = match config.compile_cache.clone() {

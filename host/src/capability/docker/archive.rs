@@ -15,13 +15,13 @@ use std::path::{Component, Path};
 /// rather than by a trap).
 pub const MAX_ARCHIVE_BYTES: usize = 48 << 20;
 /// Most entries one archive may hold.
-pub const MAX_ENTRIES: usize = 10_000;
+pub(super) const MAX_ENTRIES: usize = 10_000;
 /// The only owner (uid and gid) an entry may have.
-pub const OWNER: u64 = 1000;
+pub(super) const OWNER: u64 = 1000;
 
 /// Which rule an archive breaks. Carries nothing from the archive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ArchiveViolation {
+pub(super) enum ArchiveViolation {
     /// Larger than [`MAX_ARCHIVE_BYTES`] or more than [`MAX_ENTRIES`].
     #[error("the archive is too large")]
     TooLarge,
@@ -54,7 +54,7 @@ fn is_relative_path(path: &Path) -> bool {
 /// the host's own headers for each entry, and between them slices of
 /// `archive` holding the entries' data (no copy of it is made). Nothing is
 /// returned unless every entry passes.
-pub fn sanitize(archive: Bytes) -> Result<Vec<Bytes>, ArchiveViolation> {
+pub(super) fn sanitize(archive: Bytes) -> Result<Vec<Bytes>, ArchiveViolation> {
     if archive.len() > MAX_ARCHIVE_BYTES {
         return Err(ArchiveViolation::TooLarge);
     }

@@ -24,7 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 /// The Engine API version every request path names.
 pub const API_VERSION: &str = "1.45";
 /// Largest JSON body the broker reads from the engine.
-pub const MAX_JSON_BYTES: usize = 4 << 20;
+pub(super) const MAX_JSON_BYTES: usize = 4 << 20;
 /// Largest error body read (and discarded) before a connection is reused.
 const MAX_ERROR_BYTES: usize = 64 << 10;
 /// Size of the scratch buffer output beyond the bound is discarded through.
@@ -42,7 +42,7 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 
 /// How a request ended without a usable answer. Carries no engine text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineError {
+pub(super) enum EngineError {
     /// The socket did not accept a connection: nothing was sent.
     Unreachable,
     /// The engine answered with this error status.
@@ -53,7 +53,7 @@ pub enum EngineError {
 }
 
 /// The body of a request.
-pub enum Body {
+pub(super) enum Body {
     /// No body.
     Empty,
     /// A JSON document.
@@ -117,7 +117,7 @@ impl http_body::Body for Parts {
 
 impl Body {
     /// `value` as a JSON body.
-    pub fn json(value: &impl Serialize) -> Self {
+    pub(super) fn json(value: &impl Serialize) -> Self {
         // Serialising the engine's models into a Vec cannot fail.
         Body::Json(serde_json::to_vec(value).unwrap_or_default())
     }
@@ -125,7 +125,7 @@ impl Body {
 
 /// What an exec's attached streams delivered.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct ExecStreams {
+pub(super) struct ExecStreams {
     /// Standard output, up to the bound.
     pub stdout: Vec<u8>,
     /// Standard error, up to the bound.
@@ -159,7 +159,7 @@ fn pooled() -> Pooled {
 
 /// A pooled HTTP/1.1 client for one engine socket.
 #[derive(Clone)]
-pub struct Engine {
+pub(super) struct Engine {
     client: Pooled,
     /// `unix://<hex of the socket path>:0`, the authority hyperlocal dials.
     authority: String,
@@ -167,7 +167,7 @@ pub struct Engine {
 
 impl Engine {
     /// A client for the engine at `socket` (nothing is dialled yet).
-    pub fn new(socket: &Path) -> Self {
+    pub(super) fn new(socket: &Path) -> Self {
         let client = pooled();
         let authority = format!(
             "unix://{}:0",
@@ -245,7 +245,7 @@ impl Engine {
     }
 
     /// One request; a success answer's body, read under [`MAX_JSON_BYTES`].
-    pub async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         segments: &[&str],
@@ -257,7 +257,7 @@ impl Engine {
     }
 
     /// [`Self::call`] and decode the JSON answer.
-    pub async fn json<T: DeserializeOwned>(
+    pub(super) async fn json<T: DeserializeOwned>(
         &self,
         method: Method,
         segments: &[&str],
@@ -270,7 +270,7 @@ impl Engine {
 
     /// `GET /version` without a version prefix: an engine older than the
     /// pinned API refuses versioned paths, and this is how it is detected.
-    pub async fn version_unversioned<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
+    pub(super) async fn version_unversioned<T: DeserializeOwned>(&self) -> Result<T, EngineError> {
         let request = self.request(Method::GET, self.uri(false, &["version"], &[]), Body::Empty)?;
         let bytes = read_answer(self.send(request).await?).await?;
         serde_json::from_slice(&bytes).map_err(|_| EngineError::Unconfirmed)
@@ -282,7 +282,7 @@ impl Engine {
     /// the first byte over the bound: the outcome is then incomplete anyway.
     /// The start runs to its end; writing and reading stop at `deadline`
     /// (the command goes on; its outcome is unknown).
-    pub async fn exec_start(
+    pub(super) async fn exec_start(
         &self,
         id: &str,
         stdin: Option<&[u8]>,
@@ -364,7 +364,7 @@ async fn drain(response: hyper::Response<hyper::body::Incoming>) {
 /// beyond a buffer's room is never stored: reading stops at the first
 /// overflow, so memory stays at `2 × limit` plus one scratch chunk whatever
 /// the frames claim.
-pub async fn read_frames(
+pub(super) async fn read_frames(
     reader: &mut (impl AsyncRead + Unpin),
     limit: usize,
 ) -> std::io::Result<ExecStreams> {

@@ -144,7 +144,7 @@ struct Owned {
 impl DockerBroker {
     /// Connects to the engine at `socket` and requires API ≥ 1.45. The
     /// construction check itself does not cross the `boundary`.
-    pub async fn connect(
+    pub(crate) async fn connect(
         socket: &Path,
         installation: &str,
         policy: ContainerPolicy,
@@ -175,7 +175,7 @@ impl DockerBroker {
     }
 
     /// Shows the boundary's hook a call the component made.
-    pub fn note_call(&self, function: &'static str, target: &str) {
+    pub(crate) fn note_call(&self, function: &'static str, target: &str) {
         self.boundary.note_call("docker", function, target);
     }
 
@@ -283,7 +283,7 @@ impl DockerCall<'_> {
     }
 
     /// Engine version.
-    pub async fn version(&self) -> Result<EngineVersion, DockerError> {
+    pub(crate) async fn version(&self) -> Result<EngineVersion, DockerError> {
         let version: SystemVersion = self
             .send(
                 DockerAction::Version,
@@ -299,7 +299,7 @@ impl DockerCall<'_> {
     }
 
     /// Engine capabilities.
-    pub async fn info(&self) -> Result<EngineInfo, DockerError> {
+    pub(crate) async fn info(&self) -> Result<EngineInfo, DockerError> {
         let info: SystemInfo = self
             .send(
                 DockerAction::Info,
@@ -317,7 +317,7 @@ impl DockerCall<'_> {
 
     /// The node's runtime image (validated against the reference grammar
     /// when the policy was loaded; its path segments are its `/` parts).
-    pub async fn runtime_image(&self) -> Result<ImageSummary, DockerError> {
+    pub(crate) async fn runtime_image(&self) -> Result<ImageSummary, DockerError> {
         let image = self.policy().image();
         let mut segments = vec!["images"];
         segments.extend(image.split('/'));
@@ -414,7 +414,10 @@ impl DockerCall<'_> {
 
     /// A container of this call's allocation; a foreign one answers
     /// `ownership` and nothing else.
-    pub async fn container_inspect(&self, input: &str) -> Result<ContainerSummary, DockerError> {
+    pub(crate) async fn container_inspect(
+        &self,
+        input: &str,
+    ) -> Result<ContainerSummary, DockerError> {
         let Owned {
             id,
             inspected,
@@ -449,7 +452,7 @@ impl DockerCall<'_> {
     }
 
     /// Names of this call's allocation's containers.
-    pub async fn container_list(&self) -> Result<Vec<String>, DockerError> {
+    pub(crate) async fn container_list(&self) -> Result<Vec<String>, DockerError> {
         let filters = self.label_filter()?;
         let found: Vec<bollard_stubs::models::ContainerSummary> = self
             .send(
@@ -488,7 +491,10 @@ impl DockerCall<'_> {
     }
 
     /// The names of `reference`'s resources, for a reference of this call.
-    pub fn names(&self, reference: &Reference) -> Result<names::AllocationNames, DockerError> {
+    pub(crate) fn names(
+        &self,
+        reference: &Reference,
+    ) -> Result<names::AllocationNames, DockerError> {
         if !self.scope.references().contains(reference) {
             return Err(DockerError::Ownership);
         }
@@ -497,7 +503,10 @@ impl DockerCall<'_> {
 
     /// Creates a container under the policy, verifies it, and checks its
     /// volumes again (see [`Self::verify_created`]).
-    pub async fn container_create(&self, spec: &ContainerSpec) -> Result<String, DockerError> {
+    pub(crate) async fn container_create(
+        &self,
+        spec: &ContainerSpec,
+    ) -> Result<String, DockerError> {
         let request = ContainerRequest::check(spec).map_err(|_| DockerError::Invalid)?;
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
         let names = self.names_of(reference);
@@ -609,7 +618,7 @@ impl DockerCall<'_> {
     }
 
     /// Starts an owned container that carries the policy.
-    pub async fn container_start(&self, input: &str) -> Result<(), DockerError> {
+    pub(crate) async fn container_start(&self, input: &str) -> Result<(), DockerError> {
         let (id, _) = self.proven(input, true).await?;
         self.fresh.started(&id);
         self.send(
@@ -627,7 +636,11 @@ impl DockerCall<'_> {
     }
 
     /// Removes an owned container (whatever it carries: cleanup must work).
-    pub async fn container_remove(&self, input: &str, force: bool) -> Result<(), DockerError> {
+    pub(crate) async fn container_remove(
+        &self,
+        input: &str,
+        force: bool,
+    ) -> Result<(), DockerError> {
         let (id, _) = self.proven(input, false).await?;
         let force = if force { "true" } else { "false" };
         // Whatever the answer, the proof is not used again: the id may be
@@ -648,7 +661,7 @@ impl DockerCall<'_> {
     }
 
     /// One stats reading of an owned container.
-    pub async fn container_stats(&self, input: &str) -> Result<StatsReading, DockerError> {
+    pub(crate) async fn container_stats(&self, input: &str) -> Result<StatsReading, DockerError> {
         let owned = self.owned_container(input).await?;
         let reading: ContainerStatsResponse = self
             .send(
@@ -704,12 +717,12 @@ impl DockerCall<'_> {
     }
 
     /// Succeeds for a volume of this call's allocation.
-    pub async fn volume_inspect(&self, name: &str) -> Result<(), DockerError> {
+    pub(crate) async fn volume_inspect(&self, name: &str) -> Result<(), DockerError> {
         self.owned_volume(name).await
     }
 
     /// Names of this call's allocation's volumes.
-    pub async fn volume_list(&self) -> Result<Vec<String>, DockerError> {
+    pub(crate) async fn volume_list(&self) -> Result<Vec<String>, DockerError> {
         let filters = self.label_filter()?;
         let found: VolumeListResponse = self
             .send(
@@ -738,7 +751,7 @@ impl DockerCall<'_> {
     /// a container or volume carrying all four of its labels. What the
     /// host checks itself after a Kill answered absence; an engine that
     /// does not answer counts as something left.
-    pub async fn anything_left(&self) -> bool {
+    pub(crate) async fn anything_left(&self) -> bool {
         match (self.container_list().await, self.volume_list().await) {
             (Ok(containers), Ok(volumes)) => !containers.is_empty() || !volumes.is_empty(),
             _ => true,
@@ -749,7 +762,7 @@ impl DockerCall<'_> {
     /// engine answers an existing volume of the name instead of creating
     /// one, so the answer is checked: anything but this allocation's
     /// volume is `ownership`.
-    pub async fn volume_create(&self, name: &str) -> Result<(), DockerError> {
+    pub(crate) async fn volume_create(&self, name: &str) -> Result<(), DockerError> {
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
         if !is_resource_name(name) || !self.names_of(reference).has_volume(name) {
             return Err(DockerError::Invalid);
@@ -793,7 +806,7 @@ impl DockerCall<'_> {
     }
 
     /// Removes an owned volume.
-    pub async fn volume_remove(&self, name: &str) -> Result<(), DockerError> {
+    pub(crate) async fn volume_remove(&self, name: &str) -> Result<(), DockerError> {
         self.owned_volume(name).await?;
         self.send(
             DockerAction::VolumeRemove,
@@ -808,7 +821,7 @@ impl DockerCall<'_> {
     /// Extracts the host's canonical rewrite of `archive` at `path`, which
     /// must lie in one of the container's volume mounts, of a container
     /// this call made on volumes it made and has not started ([`Fresh`]).
-    pub async fn archive_upload(
+    pub(crate) async fn archive_upload(
         &self,
         input: &str,
         path: &str,
@@ -854,7 +867,11 @@ impl DockerCall<'_> {
     /// carries the policy: stdin is written then closed, the output is read
     /// into bounded buffers (stopping at the first overflow), and the exit
     /// code comes from exec inspect.
-    pub async fn exec(&self, input: &str, spec: &ExecSpec) -> Result<ExecOutput, DockerError> {
+    pub(crate) async fn exec(
+        &self,
+        input: &str,
+        spec: &ExecSpec,
+    ) -> Result<ExecOutput, DockerError> {
         request::check_exec(spec, MAX_STDIN_BYTES, MAX_OUTPUT_BYTES)
             .map_err(|_| DockerError::Invalid)?;
         let (id, _) = self.proven(input, true).await?;

@@ -8,21 +8,21 @@ use crate::bindings::oac::sandbox_provider::docker::{ContainerSpec, ExecSpec, Vo
 use std::net::IpAddr;
 
 /// Largest number of command arguments or environment entries.
-pub const MAX_LIST: usize = 256;
+pub(crate) const MAX_LIST: usize = 256;
 /// Largest command argument or environment entry.
-pub const MAX_ENTRY_BYTES: usize = 32 << 10;
+pub(crate) const MAX_ENTRY_BYTES: usize = 32 << 10;
 /// Largest number of volume mounts.
-pub const MAX_MOUNTS: usize = 16;
+pub(crate) const MAX_MOUNTS: usize = 16;
 /// Largest number of extra hosts.
-pub const MAX_EXTRA_HOSTS: usize = 64;
+pub(crate) const MAX_EXTRA_HOSTS: usize = 64;
 /// Largest number of exec arguments.
-pub const MAX_EXEC_ARGS: usize = 4096;
+pub(crate) const MAX_EXEC_ARGS: usize = 4096;
 /// Most bytes of a container's command, environment and working directory
 /// together, as JSON text (escapes counted): an inspection shows the
 /// command twice and the environment once, beside the seccomp profile,
 /// and must still fit the host's 4 MiB bound on an engine answer, or the
 /// host could never verify, nor so remove, the container.
-pub const MAX_SPEC_TEXT_BYTES: usize = 512 << 10;
+pub(crate) const MAX_SPEC_TEXT_BYTES: usize = 512 << 10;
 /// Largest container path.
 const MAX_PATH_BYTES: usize = 4096;
 /// Container paths a volume may never be mounted at or below.
@@ -35,7 +35,7 @@ pub struct Invalid(pub &'static str);
 
 /// Docker's rule for container and volume names: `[a-zA-Z0-9][a-zA-Z0-9_.-]+`
 /// (at most 255 bytes).
-pub fn is_resource_name(name: &str) -> bool {
+pub(crate) fn is_resource_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     bytes.len() >= 2
         && bytes.len() <= 255
@@ -46,14 +46,14 @@ pub fn is_resource_name(name: &str) -> bool {
 }
 
 /// A full engine id: 64 lowercase hex digits.
-pub fn is_full_id(id: &str) -> bool {
+pub(crate) fn is_full_id(id: &str) -> bool {
     id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// How a component names a container: a full name or a full id. A name
 /// made only of hex digits could be read by the engine as an id prefix, so
 /// it is refused unless it is a full id.
-pub fn container_key(input: &str) -> Result<&str, Invalid> {
+pub(crate) fn container_key(input: &str) -> Result<&str, Invalid> {
     let hex_only = input.bytes().all(|b| b.is_ascii_hexdigit());
     if is_full_id(input) || (is_resource_name(input) && !hex_only) {
         Ok(input)
@@ -64,7 +64,7 @@ pub fn container_key(input: &str) -> Result<&str, Invalid> {
 
 /// An absolute, normalised path: `/` then components that are neither
 /// empty, `.` nor `..`, with no NUL, no trailing `/` (except `/` itself).
-pub fn is_container_path(path: &str) -> bool {
+pub(crate) fn is_container_path(path: &str) -> bool {
     path.len() <= MAX_PATH_BYTES
         && !path.contains('\0')
         && (path == "/"
@@ -75,7 +75,7 @@ pub fn is_container_path(path: &str) -> bool {
 }
 
 /// True when `path` is `base` or below it.
-pub fn is_at_or_below(path: &str, base: &str) -> bool {
+pub(crate) fn is_at_or_below(path: &str, base: &str) -> bool {
     base == "/"
         || path == base
         || path
@@ -243,7 +243,11 @@ fn check_mount(mount: &VolumeMount) -> Result<VolumeMountRequest, Invalid> {
 }
 
 /// Checks an exec request against the contract's bounds.
-pub fn check_exec(spec: &ExecSpec, max_stdin: usize, max_output: u32) -> Result<(), Invalid> {
+pub(crate) fn check_exec(
+    spec: &ExecSpec,
+    max_stdin: usize,
+    max_output: u32,
+) -> Result<(), Invalid> {
     if spec.args.is_empty()
         || spec.args.len() > MAX_EXEC_ARGS
         || !spec.args.iter().all(|arg| !arg.contains('\0'))

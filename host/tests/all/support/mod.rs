@@ -7,21 +7,23 @@ use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::host::Connect;
 /// The provider interface, so tests call a loaded kind's operations.
 #[allow(unused_imports)]
-pub use sandbox_host::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
+pub(crate) use sandbox_host::provider::{
+    CheckpointProvider, ConfigurationProvider, SandboxProvider,
+};
 use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-pub const INSTALLATION: &str = "inst-test";
+pub(crate) const INSTALLATION: &str = "inst-test";
 
-pub mod proxy;
-pub use oac_fixtures::docker_engine::FakeDockerEngine;
-pub use oac_fixtures::runtime_image;
+pub(crate) mod proxy;
+pub(crate) use oac_fixtures::docker_engine::FakeDockerEngine;
+pub(crate) use oac_fixtures::runtime_image;
 
 /// The Docker Engine the real-engine tests use, from `OAC_DOCKER_SOCKET`.
 /// Without one they print SKIPPED and pass, unless `OAC_REQUIRE_DOCKER=1`.
-pub fn engine_socket(test: &str) -> Option<PathBuf> {
+pub(crate) fn engine_socket(test: &str) -> Option<PathBuf> {
     match std::env::var_os("OAC_DOCKER_SOCKET") {
         Some(socket) => Some(PathBuf::from(socket)),
         None if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
@@ -37,14 +39,14 @@ pub fn engine_socket(test: &str) -> Option<PathBuf> {
 }
 
 /// Where `cargo xtask build-plugins` staged the components.
-pub fn plugin_dir() -> PathBuf {
+pub(crate) fn plugin_dir() -> PathBuf {
     std::env::var_os("OAC_PLUGIN_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
 }
 
 /// One engine (and compile cache) for the whole test binary.
-pub fn runtime() -> Arc<Runtime> {
+pub(crate) fn runtime() -> Arc<Runtime> {
     static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| Runtime::new().expect("engine"))
@@ -52,7 +54,7 @@ pub fn runtime() -> Arc<Runtime> {
 }
 
 /// The builtin steerable row under another kind name.
-pub fn steerable(kind: &str) -> Registration {
+pub(crate) fn steerable(kind: &str) -> Registration {
     let row = sandbox_host::registry::builtin()
         .into_iter()
         .find(|row| row.kind == "steerable");
@@ -64,12 +66,12 @@ pub fn steerable(kind: &str) -> Registration {
 
 /// The assembled seccomp profile without nesting (from the upstream copy
 /// beside the repo, or `OAC_SECCOMP_UPSTREAM`).
-pub fn seccomp_profile() -> String {
+pub(crate) fn seccomp_profile() -> String {
     seccomp_profile_for(false)
 }
 
 /// The assembled profile for a policy with or without `nested_sandbox`.
-pub fn seccomp_profile_for(nested_sandbox: bool) -> String {
+pub(crate) fn seccomp_profile_for(nested_sandbox: bool) -> String {
     let profile = if nested_sandbox {
         oac_fixtures::seccomp_profile::nested_profile()
     } else {
@@ -81,7 +83,7 @@ pub fn seccomp_profile_for(nested_sandbox: bool) -> String {
 }
 
 /// The test runtime image's id, imported once per test binary.
-pub async fn runtime_image_id(engine: &bollard::Docker) -> String {
+pub(crate) async fn runtime_image_id(engine: &bollard::Docker) -> String {
     static IMAGE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     IMAGE
         .get_or_init(async || runtime_image::import(engine).await.expect("runtime image"))
@@ -90,14 +92,14 @@ pub async fn runtime_image_id(engine: &bollard::Docker) -> String {
 }
 
 /// The image of [`policy`] when a test runs no container.
-pub const NO_IMAGE: &str =
+pub(crate) const NO_IMAGE: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000001";
 /// A deny-by-default seccomp profile, for engines that never apply it.
-pub const SMALL_SECCOMP: &str = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]}"#;
+pub(crate) const SMALL_SECCOMP: &str = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[]}"#;
 
 /// A container policy for `image` with `seccomp` (0.5 CPU, 256 MiB, 128
 /// processes, no network), optionally for nested sandboxes.
-pub fn policy_with(image: &str, seccomp: &str, nested_sandbox: bool) -> ContainerPolicy {
+pub(crate) fn policy_with(image: &str, seccomp: &str, nested_sandbox: bool) -> ContainerPolicy {
     let settings = PolicySettings {
         image: image.into(),
         network: "none".into(),
@@ -112,7 +114,7 @@ pub fn policy_with(image: &str, seccomp: &str, nested_sandbox: bool) -> Containe
 
 /// A node binding steering the component with `configuration`; with a
 /// socket, under a policy whose image need not exist.
-pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
+pub(crate) fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
     NodeBinding {
         installation_id: INSTALLATION.into(),
         container_policy: socket
@@ -128,7 +130,7 @@ pub fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> Nod
 }
 
 /// Loads one kind.
-pub async fn load_one(
+pub(crate) async fn load_one(
     registration: Registration,
     binding: NodeBinding,
     connect: Connect,
@@ -146,7 +148,10 @@ pub async fn load_one(
 
 /// Loads steerable kinds, each steered by its configuration, all granted
 /// the Docker Engine at `socket`.
-pub async fn load_steered(socket: &std::path::Path, kinds: &[(&str, serde_json::Value)]) -> Host {
+pub(crate) async fn load_steered(
+    socket: &std::path::Path,
+    kinds: &[(&str, serde_json::Value)],
+) -> Host {
     let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
     let bindings = kinds
         .iter()
@@ -171,7 +176,7 @@ pub async fn load_steered(socket: &std::path::Path, kinds: &[(&str, serde_json::
 /// The fixtures' stateful fake Docker Engine as these tests use it: with
 /// its socket at hand and the host's construction check (`GET /version`)
 /// left out of what it recorded.
-pub struct FakeEngine {
+pub(crate) struct FakeEngine {
     pub socket: PathBuf,
     engine: FakeDockerEngine,
 }
@@ -184,7 +189,7 @@ impl std::ops::Deref for FakeEngine {
 }
 
 impl FakeEngine {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let engine = FakeDockerEngine::start().await.expect("fake engine");
         Self {
             socket: engine.socket().to_path_buf(),
@@ -193,14 +198,14 @@ impl FakeEngine {
     }
 
     /// A fake engine that reports `api` as its API version.
-    pub async fn start_with_api(api: &str) -> Self {
+    pub(crate) async fn start_with_api(api: &str) -> Self {
         let engine = Self::start().await;
         engine.report_api_version(api);
         engine
     }
 
     /// Every request but the construction check, as `METHOD /path`.
-    pub fn recorded(&self) -> Vec<String> {
+    pub(crate) fn recorded(&self) -> Vec<String> {
         self.engine
             .requests()
             .into_iter()
@@ -209,7 +214,7 @@ impl FakeEngine {
     }
 
     /// Seeds a volume labelled for another installation.
-    pub fn seed_foreign_volume(&self, name: &str) {
+    pub(crate) fn seed_foreign_volume(&self, name: &str) {
         let labels = std::collections::BTreeMap::from([(
             "io.oac.installation".to_string(),
             "someone-else".to_string(),
@@ -220,7 +225,7 @@ impl FakeEngine {
 
 /// Serves `router` on a loopback port for the rest of the test; its origin
 /// (`http://127.0.0.1:<port>`).
-pub async fn serve_on_loopback(router: axum::Router) -> String {
+pub(crate) async fn serve_on_loopback(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -21,7 +21,7 @@ struct State {
 }
 
 /// A proxy socket in front of the engine.
-pub struct Proxy {
+pub(crate) struct Proxy {
     pub socket: PathBuf,
     state: Arc<State>,
     _dir: tempfile::TempDir,
@@ -142,7 +142,7 @@ async fn frames(
 
 impl Proxy {
     /// Starts a proxy for the engine at `engine`.
-    pub async fn start(engine: PathBuf) -> Self {
+    pub(crate) async fn start(engine: PathBuf) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("proxy.sock");
         let listener = UnixListener::bind(&socket).expect("bind proxy");
@@ -170,12 +170,12 @@ impl Proxy {
     }
 
     /// Every request seen, as `METHOD /path` without the API version prefix.
-    pub fn recorded(&self) -> Vec<String> {
+    pub(crate) fn recorded(&self) -> Vec<String> {
         self.state.recorded.lock().expect("lock").clone()
     }
 
     /// Requests seen so far whose line starts with `method` and ends with `suffix`.
-    pub fn count(&self, method: &str, suffix: &str) -> usize {
+    pub(crate) fn count(&self, method: &str, suffix: &str) -> usize {
         self.recorded()
             .iter()
             .filter(|line| line.starts_with(method) && line.ends_with(suffix))
@@ -184,7 +184,7 @@ impl Proxy {
 
     /// The next request matching `method` and path `suffix` reaches the
     /// engine, but its response is dropped and the connection closed.
-    pub fn lose_response_of(&self, method: &str, suffix: &str) {
+    pub(crate) fn lose_response_of(&self, method: &str, suffix: &str) {
         *self.state.lose.lock().expect("lock") = Some((method.to_string(), suffix.to_string()));
     }
 }
