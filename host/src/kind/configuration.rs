@@ -3,6 +3,7 @@
 //! component only as handles (`crate::credential`).
 
 use super::*;
+use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::Configuration as WitConfiguration;
 
 /// Calls one configuration-adapter export. The call holds no credential
 /// value (only handles), but the values are kept out of its log lines all
@@ -21,6 +22,21 @@ macro_rules! adapter_call {
     }};
 }
 
+/// Invokes a configuration export in a pure scope: no capability, nothing
+/// logged (see [`adapter_call`]).
+macro_rules! pure {
+    ($kind:ident, $operation:ident, $budget:ident, $secrets:expr, $call:ident ( $($arg:expr),* )) => {
+        $kind
+            .invoke(
+                $operation,
+                CallScope::pure(),
+                $budget,
+                adapter_call!($secrets, $call($($arg),*)),
+            )
+            .await
+    };
+}
+
 impl Kind {
     /// A `nodes` kind's configuration is the node's file: its public object
     /// is always `{}` and it takes no credential.
@@ -31,6 +47,20 @@ impl Kind {
                     serde_json::from_str::<serde_json::Value>(&configuration.public),
                     Ok(serde_json::Value::Object(map)) if map.is_empty()
                 ))
+    }
+
+    /// `configuration` as the component sees it (its credential a handle
+    /// of `handed`), or `Unfit`: a credential that does not fit the shape,
+    /// or a `nodes` kind's configuration that is not the node's rule.
+    fn give(
+        &self,
+        handed: &mut Handed<'_>,
+        configuration: &Configuration,
+    ) -> Result<WitConfiguration, Unfit> {
+        if !self.node_rule(configuration) {
+            return Err(Unfit);
+        }
+        handed.configuration(configuration)
     }
 
     /// Whether a candidate credential fits the kind's declared shape.
@@ -132,22 +162,17 @@ impl ConfigurationProvider for Kind {
     ) -> Result<Configuration, Error> {
         let operation = Operation::DecodeInput;
         let input = Configuration { public, credential };
-        let secrets = credentials([&input]);
         let mut handed = self.handed();
-        let (Ok(given), true) = (handed.configuration(&input), self.node_rule(&input)) else {
+        let Ok(given) = self.give(&mut handed, &input) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(
-                    secrets,
-                    call_decode_input(&given.public, given.credential.as_ref())
-                ),
-            )
-            .await;
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            credentials([&input]),
+            call_decode_input(&given.public, given.credential.as_ref())
+        );
         self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
@@ -157,22 +182,17 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<StoredConfiguration, Error> {
         let operation = Operation::Encode;
-        let secrets = credentials([&configuration]);
         let mut handed = self.handed();
-        let (Ok(given), true) = (
-            handed.configuration(&configuration),
-            self.node_rule(&configuration),
-        ) else {
+        let Ok(given) = self.give(&mut handed, &configuration) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(secrets, call_encode(&given)),
-            )
-            .await;
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            credentials([&configuration]),
+            call_encode(&given)
+        );
         self.configured(operation, raw, &handed, |a| handed.back_stored(a))
     }
 
@@ -191,14 +211,7 @@ impl ConfigurationProvider for Kind {
         let Ok(given) = handed.stored(&stored) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(secrets, call_decode(&given)),
-            )
-            .await;
+        let raw = pure!(self, operation, budget, secrets, call_decode(&given));
         self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
@@ -208,22 +221,17 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::Normalize;
-        let secrets = credentials([&configuration]);
         let mut handed = self.handed();
-        let (Ok(given), true) = (
-            handed.configuration(&configuration),
-            self.node_rule(&configuration),
-        ) else {
+        let Ok(given) = self.give(&mut handed, &configuration) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(secrets, call_normalize(&given)),
-            )
-            .await;
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            credentials([&configuration]),
+            call_normalize(&given)
+        );
         self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
@@ -234,23 +242,21 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::ResolveChange;
-        let secrets = credentials([&next, &previous]);
         let mut handed = self.handed();
-        let (Ok(given_next), Ok(given_previous), true) = (
-            handed.configuration(&next),
-            handed.configuration(&previous),
-            self.node_rule(&next) && self.node_rule(&previous),
+        let (Ok(given), Ok(before)) = (
+            self.give(&mut handed, &next),
+            self.give(&mut handed, &previous),
         ) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(secrets, call_resolve_change(&given_next, &given_previous)),
-            )
-            .await;
+        let secrets = credentials([&next, &previous]);
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            secrets,
+            call_resolve_change(&given, &before)
+        );
         self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
@@ -261,23 +267,20 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<bool, Error> {
         let operation = Operation::Equal;
-        let secrets = credentials([&left, &right]);
         let mut handed = self.handed();
-        let (Ok(given_left), Ok(given_right), true) = (
-            handed.configuration(&left),
-            handed.configuration(&right),
-            self.node_rule(&left) && self.node_rule(&right),
+        let (Ok(one), Ok(other)) = (
+            self.give(&mut handed, &left),
+            self.give(&mut handed, &right),
         ) else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(secrets, call_equal(&given_left, &given_right)),
-            )
-            .await;
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            credentials([&left, &right]),
+            call_equal(&one, &other)
+        );
         self.plain(operation, raw)
     }
 
@@ -288,25 +291,20 @@ impl ConfigurationProvider for Kind {
         budget: Budget,
     ) -> Result<Configuration, Error> {
         let operation = Operation::WithCredential;
-        let mut secrets = credentials([&owner]);
-        secrets.push(candidate.clone());
         let mut handed = self.handed();
-        let (Ok(given_owner), Ok(given_candidate)) =
-            (handed.configuration(&owner), handed.hand(&candidate))
+        let (Ok(given), Ok(handle)) = (handed.configuration(&owner), handed.hand(&candidate))
         else {
             return self.unfit(operation);
         };
-        let raw = self
-            .invoke(
-                operation,
-                CallScope::pure(),
-                budget,
-                adapter_call!(
-                    secrets,
-                    call_with_credential(&given_owner, &given_candidate)
-                ),
-            )
-            .await;
+        let mut secrets = credentials([&owner]);
+        secrets.push(candidate);
+        let raw = pure!(
+            self,
+            operation,
+            budget,
+            secrets,
+            call_with_credential(&given, &handle)
+        );
         self.configured(operation, raw, &handed, |a| handed.back(a))
     }
 
