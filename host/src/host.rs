@@ -25,6 +25,7 @@ use tokio::sync::Semaphore;
 
 /// Why a host cannot start. Messages never echo configuration values.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// A registry row or node binding is malformed.
     #[error(transparent)]
@@ -61,6 +62,9 @@ pub enum HostError {
     /// `credential_file`, or the binding Core builds).
     #[error("kind `{0}` requires a credential and has none")]
     MissingCredential(String),
+    /// A kind's default budget is not a budget the contract allows.
+    #[error("kind `{0}`: its default budget is out of range")]
+    Budget(String),
 }
 
 /// Whether loading also connects the native capabilities.
@@ -267,7 +271,7 @@ impl Host {
             None,
         )?;
         let budget = Budget::from_millis(registration.policy.default_budget_ms)
-            .map_err(|_| HostError::Engine)?;
+            .map_err(|_| HostError::Budget(kind.clone()))?;
         let deadline = budget.deadline_from_now();
         let entries = call::run(
             &loaded.pre,

@@ -40,6 +40,7 @@ const TABLE_KEEP_RESIDENT: usize = 16 << 10;
 
 /// Why a component cannot be loaded. Messages carry no configuration.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The component or its digest file cannot be read.
     #[error("kind `{kind}`: cannot read {what} at {path}")]

@@ -297,6 +297,7 @@ impl std::fmt::Debug for NodeBinding {
 /// A registration or binding that must not be loaded. It names the field,
 /// never its value, so no configuration is echoed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RegistrationError {
     /// The kind name is malformed.
     #[error("registration has an invalid kind name")]

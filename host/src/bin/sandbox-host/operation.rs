@@ -3,7 +3,7 @@
 //! a node), and printed as `{"ok": …}` or `{"error": CODE, "info": …}`.
 
 use anyhow::{Context, Result, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use sandbox_host::Budget;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Bootstrap, Command, CommandResult, Failure, Reference};
@@ -15,8 +15,8 @@ use std::path::PathBuf;
 pub(crate) struct OperationArgs {
     /// Provider kind, e.g. `docker`.
     kind: String,
-    /// One of: create, get-info, renew, kill, run-command.
-    operation: String,
+    /// The operation.
+    operation: OperationName,
     /// The allocation: `TENANT/ENVIRONMENT/ALLOCATION`.
     #[arg(long)]
     reference: String,
@@ -37,6 +37,21 @@ pub(crate) struct OperationArgs {
     /// run-command: the program and its arguments (after `--`).
     #[arg(last = true)]
     args: Vec<String>,
+}
+
+/// The operations `call` runs, as written on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OperationName {
+    /// Create the allocation's compute (`--bootstrap FILE`).
+    Create,
+    /// Observe it.
+    GetInfo,
+    /// Extend its lease.
+    Renew,
+    /// Remove it.
+    Kill,
+    /// Run a command in it (after `--`).
+    RunCommand,
 }
 
 /// What to run.
@@ -85,8 +100,8 @@ impl OperationArgs {
     pub(crate) fn parse(self) -> Result<Operation> {
         let budget = Budget::from_millis(self.budget_ms)?;
         let allocation = parse_reference(&self.reference)?;
-        let input = match self.operation.as_str() {
-            "create" => {
+        let input = match self.operation {
+            OperationName::Create => {
                 let path = self.bootstrap.context("create needs --bootstrap FILE")?;
                 let mut fields: serde_json::Map<String, Value> =
                     serde_json::from_slice(&read(&path)?)
@@ -96,17 +111,14 @@ impl OperationArgs {
                     .context("the bootstrap file is incomplete or malformed")?;
                 Input::Create(request)
             }
-            "get-info" => Input::GetInfo,
-            "renew" => Input::Renew,
-            "kill" => Input::Kill,
-            "run-command" => Input::RunCommand(Command {
+            OperationName::GetInfo => Input::GetInfo,
+            OperationName::Renew => Input::Renew,
+            OperationName::Kill => Input::Kill,
+            OperationName::RunCommand => Input::RunCommand(Command {
                 args: self.args,
                 directory: self.directory,
                 stdin: self.stdin_file.as_ref().map(read).transpose()?,
             }),
-            other => {
-                bail!("unknown operation `{other}` (create, get-info, renew, kill, run-command)")
-            }
         };
         Ok(Operation {
             kind: self.kind,
