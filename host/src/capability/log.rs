@@ -74,8 +74,8 @@ pub(crate) fn emit(
 
 impl log::Host for CallCapabilities {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
-        // A pure call (configuration) holds the credential in clear and
-        // reaches nothing, not even the node's log.
+        // A pure call (configuration) reaches nothing, not even the
+        // node's log.
         if !self.scope.may_reach() {
             return;
         }
