@@ -3,6 +3,7 @@
 //! component and validates its declaration; Core then calls the [`Kind`] it
 //! looks up, which is the provider.
 
+use crate::binding::{self, NodeBinding};
 use crate::bindings::Support;
 use crate::call;
 use crate::capability::boundary::Boundary;
@@ -14,7 +15,7 @@ use crate::capability::{Capabilities, SharedCapabilities};
 use crate::declaration::{self, Decision, Declaration, DeclarationError};
 use crate::kind::{Kind, Policing};
 use crate::loader::{self, LoadError, Runtime};
-use crate::registry::{self, NodeBinding, Registration, RegistrationError};
+use crate::registry::{self, Registration, RegistrationError};
 use oac_provider_api::Budget;
 use oac_provider_api::types::{ConfigurationRequirements, Error, Requirement};
 use std::collections::BTreeMap;
@@ -183,9 +184,9 @@ impl Host {
             let binding = bindings
                 .get(&registration.kind)
                 .ok_or_else(|| HostError::MissingBinding(registration.kind.clone()))?;
-            registry::validate_node_binding(registration, binding)?;
+            binding::validate_node_binding(registration, binding)?;
             if connect == Connect::Capabilities {
-                registry::require_native(registration, binding)?;
+                binding::require_native(registration, binding)?;
             }
         }
         let mut kinds = BTreeMap::new();

@@ -11,6 +11,7 @@
 //! [`oac_provider_api`] (re-exported as [`provider`] and [`types`]), the same
 //! interface a kind served by a node has ([`transport::RemoteProvider`]).
 
+pub mod binding;
 mod bindings;
 mod call;
 pub mod capability;
@@ -29,10 +30,11 @@ mod state;
 pub mod transport;
 mod turns;
 
+pub use binding::NodeBinding;
 pub use capability::receipts::{ReceiptStore, ReceiptStoreError};
 pub use host::{Connect, Host, HostError};
 pub use kind::Kind;
 pub use loader::Runtime;
 pub use oac_contract as contract;
 pub use oac_provider_api::{Budget, input, police, provider, types};
-pub use registry::{NodeBinding, Registration};
+pub use registry::Registration;

@@ -3,8 +3,9 @@
 //! native binding. It is validated completely before anything starts, and
 //! errors name the field, never its value.
 
+use crate::binding::{self, NodeBinding};
 use crate::capability::docker::policy::{ContainerPolicy, PolicyError, PolicySettings};
-use crate::registry::{self, NodeBinding, Registration, RegistrationError};
+use crate::registry::{self, Registration, RegistrationError};
 pub use crate::transport::listen::{DEFAULT_REQUEST_BODY_BUDGET_MIB, Listen, ListenError, Token};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -389,8 +390,8 @@ impl NodeConfig {
                 http_test_network: None,
                 hook: None,
             };
-            registry::validate_node_binding(registration, &binding)?;
-            registry::require_native(registration, &binding)?;
+            binding::validate_node_binding(registration, &binding)?;
+            binding::require_native(registration, &binding)?;
             registrations.push(registration.clone());
             bindings.insert(kind, binding);
         }

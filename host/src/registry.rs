@@ -3,7 +3,7 @@
 //! is in [`builtin`], and every registration is validated before anything is
 //! compiled or called.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// How Core reaches the kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -252,48 +252,6 @@ pub fn builtin() -> Vec<Registration> {
     ]
 }
 
-/// What an operator's node supplies for one kind at run time. Its `Debug`
-/// never shows the credential.
-#[derive(Clone, Default)]
-pub struct NodeBinding {
-    /// Installation id; the value of every `io.oac.installation` label.
-    pub installation_id: String,
-    /// Unix socket of the Docker Engine (never taken from `DOCKER_HOST`).
-    pub docker_socket: Option<PathBuf>,
-    /// The container policy every container of the kind gets (kinds granted
-    /// Docker): the host's, never the component's.
-    pub container_policy: Option<crate::capability::docker::policy::ContainerPolicy>,
-    /// The kind's native configuration, handed to the component as JSON.
-    pub configuration: serde_json::Value,
-    /// Vendor credential the HTTP capability may attach; never shown to the component.
-    pub credential: Option<String>,
-    /// The durable receipt store, for kinds granted receipts.
-    pub receipts: Option<crate::capability::receipts::ReceiptStore>,
-    /// A test network for TLS fixtures (`None` in production).
-    pub http_test_network: Option<crate::capability::http::TestNetwork>,
-    /// Sees every native request of this binding and may inject faults
-    /// (the contract suite's instrument; `None` in production).
-    pub hook: Option<std::sync::Arc<dyn crate::capability::boundary::NativeHook>>,
-}
-
-impl std::fmt::Debug for NodeBinding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NodeBinding")
-            .field("installation_id", &self.installation_id)
-            .field("docker_socket", &self.docker_socket)
-            .field("container_policy", &self.container_policy)
-            .field("configuration", &self.configuration)
-            .field(
-                "credential",
-                &self.credential.as_ref().map(|_| "[redacted]"),
-            )
-            .field("receipts", &self.receipts)
-            .field("http_test_network", &self.http_test_network)
-            .field("hook", &self.hook)
-            .finish()
-    }
-}
-
 /// A registration or binding that must not be loaded. It names the field,
 /// never its value, so no configuration is echoed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -440,73 +398,6 @@ pub fn validate_table(table: &[Registration]) -> Result<(), RegistrationError> {
     Ok(())
 }
 
-/// Checks what a node supplies for a registered kind, before connecting
-/// anywhere: native bindings only for what the kind is granted.
-pub fn validate_node_binding(
-    registration: &Registration,
-    binding: &NodeBinding,
-) -> Result<(), RegistrationError> {
-    let invalid = |field| {
-        Err(RegistrationError::InvalidField {
-            kind: registration.kind.clone(),
-            field,
-        })
-    };
-    let id = binding.installation_id.as_bytes();
-    let id_ok = !id.is_empty()
-        && id.len() <= 128
-        && id
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !id_ok {
-        return invalid("installation_id");
-    }
-    let granted = registration.grants.docker;
-    match &binding.docker_socket {
-        Some(socket) if !granted || !socket.is_absolute() => return invalid("docker_socket"),
-        _ => {}
-    }
-    if binding.container_policy.is_some() && !granted {
-        return invalid("container_policy");
-    }
-    if !binding.configuration.is_object() {
-        return invalid("configuration");
-    }
-    if let Some(credential) = &binding.credential
-        && crate::credential::Checked::parse(&registration.credential_fields, credential).is_none()
-    {
-        return invalid("credential");
-    }
-    Ok(())
-}
-
-/// Checks that a binding supplies every native capability the kind is
-/// granted, as connecting needs: a kind granted Docker needs the engine
-/// socket and the container policy.
-pub fn require_native(
-    registration: &Registration,
-    binding: &NodeBinding,
-) -> Result<(), RegistrationError> {
-    let missing = |field| {
-        Err(RegistrationError::InvalidField {
-            kind: registration.kind.clone(),
-            field,
-        })
-    };
-    if registration.grants.docker {
-        if binding.docker_socket.is_none() {
-            return missing("docker_socket");
-        }
-        if binding.container_policy.is_none() {
-            return missing("container_policy");
-        }
-    }
-    if registration.grants.receipts && binding.receipts.is_none() {
-        return missing("state_dir");
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,23 +407,6 @@ mod tests {
             .into_iter()
             .find(|row| row.kind == "steerable")
             .expect("steerable row")
-    }
-
-    fn test_policy() -> crate::capability::docker::policy::ContainerPolicy {
-        let settings = crate::capability::docker::policy::PolicySettings {
-            image: format!("sha256:{}", "a".repeat(64)),
-            network: "none".into(),
-            seccomp_profile: "seccomp.json".into(),
-            cpus: 1.0,
-            memory_mib: 256,
-            pids_limit: 128,
-            nested_sandbox: false,
-        };
-        crate::capability::docker::policy::ContainerPolicy::new(
-            &settings,
-            r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#.into(),
-        )
-        .expect("valid policy")
     }
 
     fn field_error(registration: &Registration) -> Option<&'static str> {
@@ -835,100 +709,5 @@ mod tests {
             validate_table(&[row(), row()]),
             Err(RegistrationError::DuplicateKind("steerable".into()))
         );
-    }
-
-    #[test]
-    fn node_binding_must_fit_the_grants() {
-        let registration = row();
-        let good = NodeBinding {
-            installation_id: "inst-1".into(),
-            docker_socket: Some("/run/oac/docker.sock".into()),
-            container_policy: Some(test_policy()),
-            configuration: serde_json::json!({}),
-            credential: None,
-            receipts: None,
-            http_test_network: None,
-            hook: None,
-        };
-        assert_eq!(validate_node_binding(&registration, &good), Ok(()));
-        let cases = [
-            (
-                NodeBinding {
-                    installation_id: String::new(),
-                    ..good.clone()
-                },
-                "installation_id",
-            ),
-            (
-                NodeBinding {
-                    installation_id: "a b".into(),
-                    ..good.clone()
-                },
-                "installation_id",
-            ),
-            (
-                NodeBinding {
-                    docker_socket: None,
-                    ..good.clone()
-                },
-                "docker_socket",
-            ),
-            (
-                NodeBinding {
-                    docker_socket: Some("relative.sock".into()),
-                    ..good.clone()
-                },
-                "docker_socket",
-            ),
-            (
-                NodeBinding {
-                    container_policy: None,
-                    ..good.clone()
-                },
-                "container_policy",
-            ),
-            (
-                NodeBinding {
-                    configuration: serde_json::json!([1]),
-                    ..good.clone()
-                },
-                "configuration",
-            ),
-        ];
-        for (binding, field) in cases {
-            let refused = validate_node_binding(&registration, &binding)
-                .and_then(|()| require_native(&registration, &binding));
-            assert_eq!(
-                refused,
-                Err(RegistrationError::InvalidField {
-                    kind: "steerable".into(),
-                    field
-                })
-            );
-        }
-        let ungranted = Registration {
-            grants: Grants::default(),
-            ..registration.clone()
-        };
-        assert_eq!(
-            validate_node_binding(
-                &ungranted,
-                &NodeBinding {
-                    docker_socket: None,
-                    ..good.clone()
-                }
-            ),
-            Err(RegistrationError::InvalidField {
-                kind: "steerable".into(),
-                field: "container_policy"
-            }),
-            "a policy without the Docker grant"
-        );
-        let offline = NodeBinding {
-            docker_socket: None,
-            container_policy: None,
-            ..good
-        };
-        assert_eq!(validate_node_binding(&registration, &offline), Ok(()));
     }
 }
