@@ -54,12 +54,7 @@ pub fn validate_node_binding(
     registration: &Registration,
     binding: &NodeBinding,
 ) -> Result<(), RegistrationError> {
-    let invalid = |field| {
-        Err(RegistrationError::InvalidField {
-            kind: registration.kind.clone(),
-            field,
-        })
-    };
+    let invalid = |field| registration.invalid(field);
     let id = binding.installation_id.as_bytes();
     let id_ok = !id.is_empty()
         && id.len() <= 128
@@ -95,12 +90,7 @@ pub fn require_native(
     registration: &Registration,
     binding: &NodeBinding,
 ) -> Result<(), RegistrationError> {
-    let missing = |field| {
-        Err(RegistrationError::InvalidField {
-            kind: registration.kind.clone(),
-            field,
-        })
-    };
+    let missing = |field| registration.invalid(field);
     if registration.grants.docker {
         if binding.docker_socket.is_none() {
             return missing("docker_socket");

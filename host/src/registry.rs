@@ -273,6 +273,16 @@ pub enum RegistrationError {
     },
 }
 
+impl Registration {
+    /// `Err` naming `field` of this kind as invalid (never its value).
+    pub(crate) fn invalid<T>(&self, field: &'static str) -> Result<T, RegistrationError> {
+        Err(RegistrationError::InvalidField {
+            kind: self.kind.clone(),
+            field,
+        })
+    }
+}
+
 fn is_kind_name(kind: &str) -> bool {
     oac_contract::is_lowercase_name(kind, 32, Some(b'-'))
 }
@@ -299,12 +309,7 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     if !is_kind_name(&registration.kind) {
         return Err(RegistrationError::InvalidKind);
     }
-    let invalid = |field| {
-        Err(RegistrationError::InvalidField {
-            kind: registration.kind.clone(),
-            field,
-        })
-    };
+    let invalid = |field| registration.invalid(field);
     if !is_component_file(&registration.component) {
         return invalid("component");
     }
