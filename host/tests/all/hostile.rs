@@ -304,6 +304,18 @@ async fn an_allocation_gets_only_the_names_the_host_derives() {
     assert_eq!(engine.volumes(), volumes);
 }
 
+/// A call learns the names of its own allocations only: asking for
+/// another's is `ownership`, and sends nothing.
+#[tokio::test]
+async fn a_call_learns_only_its_own_allocations_names() {
+    let engine = fake_engine().await;
+    let own = attempt(&engine, json!({ "action": "names-of", "target": "a" })).await;
+    assert_eq!(own, Ok(a_box()));
+    let foreign = attempt(&engine, json!({ "action": "names-of", "target": "b" })).await;
+    assert_eq!(foreign, Err(Error::Ownership));
+    assert!(engine.requests().is_empty(), "{:?}", engine.requests());
+}
+
 #[tokio::test]
 async fn ownership_is_per_allocation_and_a_foreign_resource_gets_nothing() {
     let engine = fake_engine().await;

@@ -41,6 +41,9 @@
 //! was given of its credential (the handle) as its public object, and
 //! `forge-handle` answers a credential handle it was never given.
 //!
+//! `names-of` asks the host for the names of allocation `target` (same
+//! tenant and environment) and answers the container's.
+//!
 //! `answer` answers the steered `answer` text as its provider id, and
 //! `log-steered` logs the steered `event` with the steered `fields`: what a
 //! component that learned a secret would try to pass on. With action
@@ -83,6 +86,9 @@ struct Steerable;
 struct Steering {
     declaration: String,
     action: String,
+    /// `names-of`: the allocation (same tenant and environment) whose
+    /// names are asked for.
+    target: Option<String>,
     volume: Option<String>,
     container: Option<String>,
     url: Option<String>,
@@ -493,6 +499,13 @@ fn docker_action(steering: &Steering, allocation: &Reference) -> Option<Result<S
     let container = named(&steering.container, "@");
     let answer = match steering.action.as_str() {
         "version" => docker::version().map(|version| version.api_version),
+        "names-of" => {
+            let target = Reference {
+                allocation_id: steering.target.clone().unwrap_or_default(),
+                ..allocation.clone()
+            };
+            docker::names(&target).map(|names| names.container)
+        }
         "runtime-image" => docker::runtime_image().map(|image| image.id),
         "volume-create" => docker::volume_create(&volume).map(|()| volume),
         "volume-inspect" => docker::volume_inspect(&volume).map(|()| volume),
