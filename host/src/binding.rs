@@ -3,6 +3,7 @@
 //! configuration and credential, the receipt store — and the checks that
 //! it fits what the kind's registration grants, before anything connects.
 
+use crate::capability::{Capabilities, HeldCredential, Unbuilt, docker, http, receipts};
 use crate::registry::{Registration, RegistrationError};
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ pub struct NodeBinding {
     /// Vendor credential the HTTP capability may attach; never shown to the component.
     pub credential: Option<String>,
     /// The durable receipt store, for kinds granted receipts.
-    pub receipts: Option<crate::capability::receipts::ReceiptStore>,
+    pub receipts: receipts::Binding,
     /// A test network for TLS fixtures (`None` in production).
     pub http_test_network: Option<crate::capability::http::TestNetwork>,
     /// Sees every native request of this binding and may inject faults
@@ -45,6 +46,115 @@ impl std::fmt::Debug for NodeBinding {
             .field("http_test_network", &self.http_test_network)
             .field("hook", &self.hook)
             .finish()
+    }
+}
+
+/// Builds the [`NodeBinding`] of one registration, for the node's
+/// configuration and the CLI alike. What the operator named for this kind
+/// is kept as named, so the checks refuse it when the kind is not granted
+/// it; what the node has for every kind (an engine, a receipt store) is
+/// given only to the kinds granted it.
+pub struct BindingBuilder<'a> {
+    registration: &'a Registration,
+    binding: NodeBinding,
+}
+
+impl NodeBinding {
+    /// A builder of `registration`'s binding under `installation_id`.
+    pub fn builder<'a>(registration: &'a Registration, installation_id: &str) -> BindingBuilder<'a> {
+        BindingBuilder {
+            registration,
+            binding: NodeBinding {
+                installation_id: installation_id.to_string(),
+                configuration: serde_json::json!({}),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl BindingBuilder<'_> {
+    /// The engine socket and container policy named for this kind.
+    pub fn docker(
+        mut self,
+        socket: Option<PathBuf>,
+        policy: Option<docker::policy::ContainerPolicy>,
+    ) -> Self {
+        self.binding.docker_socket = socket;
+        self.binding.container_policy = policy;
+        self
+    }
+
+    /// The node's engine socket and container policy, if the kind is
+    /// granted Docker.
+    pub fn node_docker(
+        self,
+        socket: &std::path::Path,
+        policy: Option<&docker::policy::ContainerPolicy>,
+    ) -> Self {
+        if !self.registration.grants.docker {
+            return self;
+        }
+        self.docker(Some(socket.to_path_buf()), policy.cloned())
+    }
+
+    /// The node's receipt store, if the kind is granted receipts.
+    pub fn node_receipts(mut self, store: Option<&receipts::ReceiptStore>) -> Self {
+        self.binding.receipts = store.cloned().filter(|_| self.registration.grants.receipts);
+        self
+    }
+
+    /// The kind's own configuration (an object; `{}` when not given).
+    pub fn configuration(mut self, configuration: serde_json::Value) -> Self {
+        self.binding.configuration = configuration;
+        self
+    }
+
+    /// The kind's credential.
+    pub fn credential(mut self, credential: Option<String>) -> Self {
+        self.binding.credential = credential;
+        self
+    }
+
+    /// The binding, checked against the registration
+    /// ([`validate_node_binding`]).
+    pub fn build(self) -> Result<NodeBinding, RegistrationError> {
+        validate_node_binding(self.registration, &self.binding)?;
+        Ok(self.binding)
+    }
+}
+
+impl NodeBinding {
+    /// The capabilities `registration` is granted, on what this binding
+    /// supplies: one broker per capability, each built from its grant, its
+    /// binding and the boundary (the Docker broker, which connects, is
+    /// given already built).
+    pub(crate) fn capabilities(
+        &self,
+        registration: &Registration,
+        docker: Option<docker::Broker>,
+    ) -> Result<Capabilities, Unbuilt> {
+        let grants = &registration.grants;
+        let http = http::Broker::build(
+            grants,
+            &self.configuration,
+            &self.installation_id,
+            (
+                registration.policy.max_open_requests_per_call as usize,
+                registration.policy.max_open_requests_per_kind as usize,
+            ),
+            self.hook.clone(),
+            self.http_test_network.as_ref(),
+        )?;
+        Ok(Capabilities {
+            kind: registration.kind.clone(),
+            installation_id: self.installation_id.clone(),
+            configuration: self.configuration.to_string(),
+            docker,
+            http,
+            receipts: receipts::Broker::build(grants.receipts, &self.receipts, self.hook.clone()),
+            credential: std::sync::RwLock::new(HeldCredential::new(self.credential.clone())),
+        })
     }
 }
 

@@ -10,9 +10,8 @@
 //! as long again as its budget ([`overrun_bound`]); its caller holds the
 //! allocation's turn until then.
 
-use crate::capability::SharedCapabilities;
 use crate::capability::boundary::overrun_bound;
-use crate::capability::scope::CallScope;
+use crate::capability::{CallInput, SharedCapabilities};
 use crate::exports::{Exports, Prepared};
 use crate::state::CallState;
 use std::time::Instant;
@@ -67,13 +66,13 @@ fn classify(error: &wasmtime::Error, memory_exhausted: bool, cpu_spent: bool) ->
 /// far less of its own memory).
 pub(crate) const HOSTCALL_FUEL: usize = oac_contract::bounds::MAX_STDIN_BYTES + (2 << 20);
 
-/// Runs `call` against a fresh instance of `pre`, serving `scope`, to end by
+/// Runs `call` against a fresh instance of `pre`, given `input`, to end by
 /// `deadline` (native requests in flight then to theirs), and drops the
 /// instance.
 pub(crate) async fn run<R>(
     pre: &Prepared,
     capabilities: SharedCapabilities,
-    scope: CallScope,
+    input: CallInput,
     policy: &crate::registry::Policy,
     deadline: Instant,
     call: impl AsyncFnOnce(&Exports, &mut Store<CallState>) -> wasmtime::Result<R>,
@@ -85,7 +84,7 @@ pub(crate) async fn run<R>(
     let given_up_at = deadline + overrun_bound(remaining);
     let mut store = Store::new(
         pre.engine(),
-        CallState::new(capabilities, scope, deadline, policy.max_memory_bytes),
+        CallState::new(capabilities, input, deadline, policy.max_memory_bytes),
     );
     store.limiter(|state| &mut state.limits);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
@@ -115,7 +114,7 @@ pub(crate) async fn run<R>(
             UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
     });
-    let in_flight = store.data().call.in_flight.clone();
+    let in_flight = store.data().capabilities.call.in_flight.clone();
     let work = async {
         let provider = pre
             .instantiate(&mut store)

@@ -7,11 +7,9 @@ use crate::binding::{self, NodeBinding};
 use crate::bindings::Support;
 use crate::call;
 use crate::capability::boundary::Boundary;
-use crate::capability::docker::{DockerBroker, DockerConnectError};
-use crate::capability::http::HttpBroker;
-use crate::capability::receipts::ReceiptsBroker;
+use crate::capability::SharedCapabilities;
+use crate::capability::docker::DockerConnectError;
 use crate::capability::scope::CallScope;
-use crate::capability::{Capabilities, SharedCapabilities};
 use crate::declaration::{self, Decision, Declaration, DeclarationError};
 use crate::kind::{Kind, Policing};
 use crate::loader::{self, LoadError, Runtime};
@@ -83,50 +81,23 @@ pub struct Host {
     kinds: BTreeMap<String, Kind>,
 }
 
+/// The capabilities of `registration` on `binding`, with the Docker
+/// broker already connected (or none).
 fn capabilities(
     registration: &Registration,
     binding: &NodeBinding,
-    docker: Option<DockerBroker>,
+    docker: Option<crate::capability::docker::Broker>,
 ) -> Result<SharedCapabilities, HostError> {
-    let endpoint = registration
-        .grants
-        .http_endpoint
-        .as_ref()
-        .map(|grant| grant.resolve(&binding.configuration))
-        .transpose()
-        .map_err(|error| HostError::Endpoint {
-            kind: registration.kind.clone(),
-            field: error.field(),
-        })?;
-    let http = HttpBroker::new(
-        &registration.grants.http_origins,
-        &registration.grants.credential_origins,
-        endpoint,
-        &binding.installation_id,
-        Boundary::new(binding.hook.clone()),
-        binding.http_test_network.as_ref(),
-    )
-    .map_err(|_| HostError::Http(registration.kind.clone()))?
-    .with_open_limits(
-        registration.policy.max_open_requests_per_call as usize,
-        registration.policy.max_open_requests_per_kind as usize,
-    );
-    let receipts = binding
-        .receipts
-        .clone()
-        .filter(|_| registration.grants.receipts)
-        .map(|store| ReceiptsBroker::new(store, Boundary::new(binding.hook.clone())));
-    Ok(Arc::new(Capabilities {
-        kind: registration.kind.clone(),
-        installation_id: binding.installation_id.clone(),
-        configuration: binding.configuration.to_string(),
-        docker,
-        http,
-        receipts,
-        credential: std::sync::RwLock::new(crate::capability::HeldCredential::new(
-            binding.credential.clone(),
-        )),
-    }))
+    binding
+        .capabilities(registration, docker)
+        .map(Arc::new)
+        .map_err(|unbuilt| match unbuilt {
+            crate::capability::Unbuilt::Endpoint(field) => HostError::Endpoint {
+                kind: registration.kind.clone(),
+                field,
+            },
+            crate::capability::Unbuilt::Http => HostError::Http(registration.kind.clone()),
+        })
 }
 
 impl Host {
@@ -203,7 +174,7 @@ impl Host {
             }
             let docker = match (connect, &binding.docker_socket, &binding.container_policy) {
                 (Connect::Capabilities, Some(socket), Some(policy)) => Some(
-                    DockerBroker::connect(
+                    crate::capability::docker::Broker::connect(
                         socket,
                         &binding.installation_id,
                         policy.clone(),
@@ -277,7 +248,7 @@ impl Host {
         let entries = call::run(
             &loaded.pre,
             denied.clone(),
-            CallScope::pure(),
+            CallScope::pure().into(),
             &registration.policy,
             deadline,
             async |provider, store| {
@@ -311,7 +282,7 @@ impl Host {
         let requirements = call::run(
             &loaded.pre,
             denied.clone(),
-            CallScope::pure(),
+            CallScope::pure().into(),
             &registration.policy,
             budget.deadline_from_now(),
             async |provider, store| {

@@ -380,17 +380,12 @@ impl NodeConfig {
                 }
                 None => None,
             };
-            let binding = NodeBinding {
-                installation_id: file.installation.clone(),
-                docker_socket: section.docker_socket,
-                container_policy,
-                configuration,
-                credential,
-                receipts: receipts.clone().filter(|_| registration.grants.receipts),
-                http_test_network: None,
-                hook: None,
-            };
-            binding::validate_node_binding(registration, &binding)?;
+            let binding = NodeBinding::builder(registration, &file.installation)
+                .docker(section.docker_socket, container_policy)
+                .node_receipts(receipts.as_ref())
+                .configuration(configuration)
+                .credential(credential)
+                .build()?;
             binding::require_native(registration, &binding)?;
             registrations.push(registration.clone());
             bindings.insert(kind, binding);

@@ -25,65 +25,8 @@ pub enum DigestSource {
     Pinned(String),
 }
 
-/// The capabilities a kind's component may use; everything else is denied.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Grants {
-    /// The Docker Engine capability (node kinds only).
-    pub docker: bool,
-    /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
-    pub http_origins: Vec<String>,
-    /// Which of `http_origins` receive the credential (in the header the
-    /// component names): exact origins, never a pattern. A request for the
-    /// credential to any other origin is refused before it is sent.
-    pub credential_origins: Vec<String>,
-    /// The durable receipt store (the binding supplies it).
-    pub receipts: bool,
-    /// HTTP origins the kind's configuration names.
-    pub http_endpoint: Option<EndpointGrant>,
-}
-
-/// HTTP origins a kind's configuration names: a vendor's API URL and the
-/// domain its sandboxes are reached under (E2B's `api_url` and `domain`),
-/// under [`oac_contract::endpoint`]'s rule. The API origin and every
-/// `https://` host within the domain (default port) are allowed; only the
-/// API origin receives the credential (a host within the domain may be
-/// anyone's: E2B serves every sandbox's ports there).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct EndpointGrant {
-    /// Configuration key of the API URL, e.g. `api_url`.
-    pub api_url_key: String,
-    /// Configuration key of the domain, e.g. `domain`.
-    pub domain_key: String,
-    /// The API URL when the configuration gives neither.
-    pub default_api_url: String,
-    /// The domain when the configuration gives neither.
-    pub default_domain: String,
-}
-
-impl EndpointGrant {
-    /// The endpoint `configuration` names, or the defaults: `(api_url,
-    /// domain)`. A key that is present but not a string is refused.
-    pub fn resolve(
-        &self,
-        configuration: &serde_json::Value,
-    ) -> Result<(String, String), oac_contract::endpoint::EndpointError> {
-        use oac_contract::endpoint::EndpointError;
-        let text = |key: &str, error| match configuration.get(key) {
-            None | Some(serde_json::Value::Null) => Ok(""),
-            Some(serde_json::Value::String(text)) => Ok(text.as_str()),
-            Some(_) => Err(error),
-        };
-        let api_url = text(&self.api_url_key, EndpointError::ApiUrl)?;
-        let domain = text(&self.domain_key, EndpointError::Domain)?;
-        let (api_url, domain) = oac_contract::endpoint::resolve(
-            api_url,
-            domain,
-            &self.default_api_url,
-            &self.default_domain,
-        )?;
-        Ok((api_url.to_string(), domain.to_string()))
-    }
-}
+pub use crate::capability::Grants;
+pub use crate::capability::http::EndpointGrant;
 
 /// Resource bounds for every call of the kind.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -2,8 +2,7 @@
 //! network), memory limits, the call's deadline and the kind's capabilities.
 //! A store lives for exactly one operation.
 
-use crate::capability::scope::CallScope;
-use crate::capability::{CallCapabilities, SharedCapabilities};
+use crate::capability::{CallCapabilities, CallInput, HoldsCapabilities, SharedCapabilities};
 use std::time::Instant;
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, StoreLimits, StoreLimitsBuilder};
@@ -26,14 +25,14 @@ pub(crate) struct CallState {
     /// The guest used the kind's CPU time per call (see [`crate::call`]).
     pub(crate) cpu_spent: bool,
     /// What the call may reach, and what it holds of each capability.
-    pub(crate) call: CallCapabilities,
+    pub(crate) capabilities: CallCapabilities,
 }
 
 impl CallState {
-    /// State for one call serving `scope` that must end by `deadline`.
+    /// State for one call given `input` that must end by `deadline`.
     pub(crate) fn new(
         capabilities: SharedCapabilities,
-        scope: CallScope,
+        input: CallInput,
         deadline: Instant,
         max_memory_bytes: usize,
     ) -> Self {
@@ -56,7 +55,7 @@ impl CallState {
             },
             http_ctx: wasmtime_wasi_http::WasiHttpCtx::new(),
             cpu_spent: false,
-            call: CallCapabilities::new(capabilities, scope, deadline),
+            capabilities: CallCapabilities::new(capabilities, input, deadline),
         }
     }
 }
@@ -66,7 +65,13 @@ impl CallState {
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
-    crate::capability::add_to_linker(linker, |state: &mut CallState| &mut state.call)
+    crate::capability::add_to_linker(linker)
+}
+
+impl HoldsCapabilities for CallState {
+    fn capabilities(&mut self) -> &mut CallCapabilities {
+        &mut self.capabilities
+    }
 }
 
 impl WasiView for CallState {
@@ -83,7 +88,7 @@ impl wasmtime_wasi_http::WasiHttpView for CallState {
         wasmtime_wasi_http::WasiHttpCtxView {
             ctx: &mut self.http_ctx,
             table: &mut self.table,
-            hooks: &mut self.call.http,
+            hooks: &mut self.capabilities.http,
         }
     }
 }

@@ -18,6 +18,64 @@ pub fn unknown(operation: Operation) -> Error {
     Error::unknown(operation.unknown())
 }
 
+/// The rule an operation's answer is policed by, on both sides of a node.
+/// [`rule`] is an exhaustive match, so an operation added to the contract
+/// does not compile until its rule is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// [`mutation`]: the lifecycle's changes.
+    Mutation,
+    /// [`read`]: `get-info`.
+    Read,
+    /// [`command`]: a command's result.
+    Command,
+    /// [`constructed`]: a new compute.
+    Constructed,
+    /// [`compute_state`]: a compute's state.
+    ComputeState,
+    /// [`suspended`].
+    Suspended,
+    /// [`resumed`].
+    Resumed,
+    /// [`thawed`].
+    Thawed,
+    /// [`observation`].
+    Observation,
+    /// [`batch`].
+    Batch,
+    /// [`answer`]: carries no evidence, so only `unsupported` is checked.
+    Plain,
+    /// [`answer`], and an answer Core shows and logs carries none of the
+    /// call's credentials ([`crate::secrets`]).
+    Shown,
+    /// Checked by its type alone: the component's requirements (validated
+    /// against its declaration at load) and a probe's diagnostics.
+    Typed,
+}
+
+/// The rule `operation`'s answer is policed by.
+pub fn rule(operation: Operation) -> Rule {
+    use Operation::*;
+    match operation {
+        Create | Renew | Kill => Rule::Mutation,
+        GetInfo => Rule::Read,
+        RunCommand | RunCommandCompute => Rule::Command,
+        Initial | NewCompute => Rule::Constructed,
+        GetCompute => Rule::ComputeState,
+        Suspend => Rule::Suspended,
+        Resume => Rule::Resumed,
+        ResumeCompute => Rule::Thawed,
+        Observe => Rule::Observation,
+        ObserveBatch => Rule::Batch,
+        KillCompute | DeleteSnapshot | VerifyCredential | Equal | DiscoverConfiguration => {
+            Rule::Plain
+        }
+        DiscoverSelection | DecodeInput | Encode | Decode | Normalize | ResolveChange
+        | WithCredential => Rule::Shown,
+        Requirements | Probe => Rule::Typed,
+    }
+}
+
 /// What a Create settled to, as the host recorded it from that Create's own
 /// policed answer.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

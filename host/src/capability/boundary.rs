@@ -9,144 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A Docker Engine request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)] // each is the Engine API request of the same name
-pub enum DockerAction {
-    Version,
-    Info,
-    ImageInspect,
-    ContainerInspect,
-    ContainerList,
-    ContainerCreate,
-    ContainerStart,
-    ContainerRemove,
-    ContainerStats,
-    VolumeInspect,
-    VolumeList,
-    VolumeCreate,
-    VolumeRemove,
-    ArchiveUpload,
-    ExecCreate,
-    ExecStart,
-    ExecInspect,
-}
-
-/// An HTTP request, by method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)] // each is the method of the same name
-pub enum HttpAction {
-    Get,
-    Post,
-    Put,
-    Patch,
-    Delete,
-}
-
-/// A request to the durable receipt store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)] // each is the receipts function of the same name
-pub enum ReceiptAction {
-    Get,
-    Put,
-    Remove,
-}
-
-/// What a native request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// A Docker Engine request.
-    Docker(DockerAction),
-    /// An HTTP request to an allowlisted origin.
-    Http(HttpAction),
-    /// A read or durable write of the call's receipts.
-    Receipts(ReceiptAction),
-}
-
-impl Action {
-    /// The capability the request belongs to.
-    pub fn capability(self) -> &'static str {
-        match self {
-            Action::Docker(_) => "docker",
-            Action::Http(_) => "http",
-            Action::Receipts(_) => "receipts",
-        }
-    }
-
-    /// A stable name, e.g. `container-create` or `http-post`.
-    pub fn name(self) -> &'static str {
-        use DockerAction::*;
-        match self {
-            Action::Docker(action) => match action {
-                Version => "version",
-                Info => "info",
-                ImageInspect => "image-inspect",
-                ContainerInspect => "container-inspect",
-                ContainerList => "container-list",
-                ContainerCreate => "container-create",
-                ContainerStart => "container-start",
-                ContainerRemove => "container-remove",
-                ContainerStats => "container-stats",
-                VolumeInspect => "volume-inspect",
-                VolumeList => "volume-list",
-                VolumeCreate => "volume-create",
-                VolumeRemove => "volume-remove",
-                ArchiveUpload => "archive-upload",
-                ExecCreate => "exec-create",
-                ExecStart => "exec-start",
-                ExecInspect => "exec-inspect",
-            },
-            Action::Http(action) => match action {
-                HttpAction::Get => "http-get",
-                HttpAction::Post => "http-post",
-                HttpAction::Put => "http-put",
-                HttpAction::Patch => "http-patch",
-                HttpAction::Delete => "http-delete",
-            },
-            Action::Receipts(action) => match action {
-                ReceiptAction::Get => "receipt-get",
-                ReceiptAction::Put => "receipt-put",
-                ReceiptAction::Remove => "receipt-remove",
-            },
-        }
-    }
-
-    /// True for requests that only read native state.
-    pub fn is_read(self) -> bool {
-        use DockerAction::*;
-        match self {
-            Action::Docker(action) => matches!(
-                action,
-                Version
-                    | Info
-                    | ImageInspect
-                    | ContainerInspect
-                    | ContainerList
-                    | ContainerStats
-                    | VolumeInspect
-                    | VolumeList
-                    | ExecInspect
-            ),
-            Action::Http(action) => action == HttpAction::Get,
-            Action::Receipts(action) => action == ReceiptAction::Get,
-        }
-    }
-
-    /// True for requests that delete something (cleanup).
-    pub fn is_removal(self) -> bool {
-        matches!(
-            self,
-            Action::Docker(DockerAction::ContainerRemove | DockerAction::VolumeRemove)
-                | Action::Http(HttpAction::Delete)
-        )
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use super::Action;
 
 /// One native request a capability is about to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -400,6 +263,8 @@ pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capability::docker::DockerAction;
+    use crate::capability::http::HttpAction;
     use std::sync::Mutex;
     use std::time::Duration;
 

@@ -7,9 +7,9 @@
 //! contract suite's leak clause judges that.
 
 use crate::bindings::oac::sandbox_provider::log::{self, Level};
-use crate::capability::CallCapabilities;
+use crate::capability::Call;
 use oac_provider_api::secrets::Secrets;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasData, Linker};
 
 /// Fields kept per event.
 pub(crate) const MAX_FIELDS: usize = 16;
@@ -72,32 +72,50 @@ pub(crate) fn emit(
     }
 }
 
-impl log::Host for CallCapabilities {
+/// What one call has logged (see [`LOG_QUOTA`]).
+#[derive(Default)]
+pub(crate) struct State {
+    logged: u32,
+}
+
+/// What a `log` import sees of its call.
+pub(crate) struct View<'a> {
+    pub(crate) call: &'a Call,
+    pub(crate) state: &'a mut State,
+}
+
+/// The [`HasData`] marker that links the imports to a [`View`].
+pub(crate) struct Log;
+
+impl HasData for Log {
+    type Data<'a> = View<'a>;
+}
+
+impl log::Host for View<'_> {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
         // A pure call (configuration) reaches nothing, not even the
         // node's log.
-        if !self.scope.may_reach() {
+        if !self.call.scope.may_reach() {
             return;
         }
-        self.logged = self.logged.saturating_add(1);
-        if self.logged > LOG_QUOTA {
-            if self.logged == LOG_QUOTA + 1 {
-                let kind = &self.capabilities.kind;
+        let kind = &self.call.capabilities.kind;
+        self.state.logged = self.state.logged.saturating_add(1);
+        if self.state.logged > LOG_QUOTA {
+            if self.state.logged == LOG_QUOTA + 1 {
                 tracing::warn!(target: "provider", kind, event = "log_quota_exceeded", "further events of this call dropped");
             }
             return;
         }
-        let kind = self.capabilities.kind.clone();
-        emit(&kind, self.secrets(), severity, &event, &fields);
+        emit(kind, &self.call.secrets, severity, &event, &fields);
     }
 }
 
-/// Links the `log` import.
+/// Links the `log` import, reaching each call's view through `get`.
 pub(crate) fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut CallCapabilities,
+    get: fn(&mut T) -> View<'_>,
 ) -> wasmtime::Result<()> {
-    log::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
+    log::add_to_linker::<T, Log>(linker, get)
 }
 
 #[cfg(test)]

@@ -1,6 +1,13 @@
 //! Capabilities the host implements for components. A component reaches
 //! nothing native except through these, and only what its registration
 //! grants: an ungranted capability answers `denied` before any I/O.
+//!
+//! Each capability is one unit in a module of its own (`receipts` is the
+//! plainest): its grant, what a node binds to it, its broker (built once
+//! per kind), its per-call state, the view its imports are implemented on
+//! (with its `HasData` marker) and its `add_to_linker`. This module lists
+//! each of them once: in [`Grants`], [`Capabilities`], [`CallCapabilities`],
+//! [`Action`] and [`add_to_linker`].
 
 pub mod boundary;
 mod context;
@@ -13,8 +20,94 @@ pub(crate) mod scope;
 pub(crate) use docker::keep_pools_on_this_thread as keep_engine_pools_on_this_thread;
 pub use log::REDACTED;
 
+use boundary::InFlight;
+use oac_provider_api::secrets::Secrets;
+use scope::CallScope;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The capabilities a kind's component may use; everything else is denied.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Grants {
+    /// The Docker Engine capability (node kinds only).
+    pub docker: docker::Grant,
+    /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
+    pub http_origins: Vec<String>,
+    /// Which of `http_origins` receive the credential (in the header the
+    /// component names): exact origins, never a pattern. A request for the
+    /// credential to any other origin is refused before it is sent.
+    pub credential_origins: Vec<String>,
+    /// The durable receipt store (the binding supplies it).
+    pub receipts: receipts::Grant,
+    /// HTTP origins the kind's configuration names.
+    pub http_endpoint: Option<http::EndpointGrant>,
+}
+
+
+/// What a native request does, by capability: what the boundary's hook
+/// sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A Docker Engine request.
+    Docker(docker::DockerAction),
+    /// An HTTP request to an allowed origin.
+    Http(http::HttpAction),
+    /// A read or durable write of the call's receipts.
+    Receipts(receipts::ReceiptAction),
+}
+
+impl Action {
+    /// The capability the request belongs to.
+    pub fn capability(self) -> &'static str {
+        match self {
+            Action::Docker(_) => "docker",
+            Action::Http(_) => "http",
+            Action::Receipts(_) => "receipts",
+        }
+    }
+
+    /// A stable name, e.g. `container-create` or `http-post`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Docker(action) => action.name(),
+            Action::Http(action) => action.name(),
+            Action::Receipts(action) => action.name(),
+        }
+    }
+
+    /// True for requests that only read native state.
+    pub fn is_read(self) -> bool {
+        match self {
+            Action::Docker(action) => action.is_read(),
+            Action::Http(action) => action == http::HttpAction::Get,
+            Action::Receipts(action) => action.is_read(),
+        }
+    }
+
+    /// True for requests that delete something (cleanup).
+    pub fn is_removal(self) -> bool {
+        match self {
+            Action::Docker(action) => action.is_removal(),
+            Action::Http(action) => action == http::HttpAction::Delete,
+            Action::Receipts(_) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a kind's capabilities cannot be built on what its node supplies.
+#[derive(Debug)]
+pub(crate) enum Unbuilt {
+    /// The configuration names an endpoint the rule refuses (the field).
+    Endpoint(&'static str),
+    /// The HTTP client could not be created (TLS setup).
+    Http,
+}
 
 /// What one kind's components may reach, built once per node binding.
 pub(crate) struct Capabilities {
@@ -26,11 +119,11 @@ pub(crate) struct Capabilities {
     /// the container policy is the Docker broker's).
     pub configuration: String,
     /// The Docker broker, when granted.
-    pub docker: Option<docker::DockerBroker>,
+    pub docker: Option<docker::Broker>,
     /// The HTTP broker (its allowlist may be empty).
-    pub http: http::HttpBroker,
+    pub http: http::Broker,
     /// The receipt store, when granted.
-    pub receipts: Option<receipts::ReceiptsBroker>,
+    pub receipts: Option<receipts::Broker>,
     /// The credential, kept host-side for the HTTP capability, and what
     /// finds it in a request, an answer or a log line; replaced only under
     /// the kind's call fence.
@@ -92,92 +185,165 @@ impl Capabilities {
     }
 }
 
-/// What one call holds of its kind's capabilities: the allocations it
-/// serves and what it may do to them, its deadline, the secrets no log or
-/// request may carry, and each capability's per-call state. Every
-/// capability import is implemented on it; the store's data
-/// (`state::CallState`) holds one and hands it to the linker.
-pub(crate) struct CallCapabilities {
-    pub(crate) deadline: Instant,
-    pub(crate) scope: scope::CallScope,
-    pub(crate) capabilities: SharedCapabilities,
-    /// Values of this call's input that no log may carry (the daemon
-    /// credential of a Create, a configuration's credential).
+/// Which credential a call's HTTP requests carry.
+#[derive(Clone, Debug, Default)]
+pub(crate) enum CallCredential {
+    /// The kind's.
+    #[default]
+    Kind,
+    /// A candidate's, in place of the kind's (selection discovery,
+    /// credential verification).
+    Candidate(Option<String>),
+}
+
+/// What one call's input gives its capabilities, fixed before its
+/// component runs: the allocations it serves and what it may do to them,
+/// the values of its input no log or request may carry (a Create's daemon
+/// credential, a configuration's credentials), and the credential its
+/// HTTP requests carry.
+#[derive(Clone, Debug)]
+pub(crate) struct CallInput {
+    pub(crate) scope: CallScope,
     pub(crate) secrets: Vec<String>,
-    /// The call's `wasi:http` hooks (policy, the call's credential).
-    pub(crate) http: http::CallHttp,
-    /// Events this call has logged (see [`log::LOG_QUOTA`]).
-    pub(crate) logged: u32,
-    /// What finds the call's secrets, built when first needed (every secret
-    /// of a call is known before its component runs).
-    call_secrets: Option<oac_provider_api::secrets::Secrets>,
-    /// Containers this call has proven its own (inspected once per call).
-    pub(crate) proven: docker::ProvenContainers,
-    /// What this call made that nothing has run in yet (uploads go only
-    /// there).
-    pub(crate) fresh: docker::Fresh,
-    /// The call's native requests in flight (they run to their end).
-    pub(crate) in_flight: boundary::InFlight,
+    pub(crate) credential: CallCredential,
+}
+
+impl From<CallScope> for CallInput {
+    fn from(scope: CallScope) -> Self {
+        Self {
+            scope,
+            secrets: Vec::new(),
+            credential: CallCredential::Kind,
+        }
+    }
+}
+
+impl CallInput {
+    /// This input, whose `secrets` no log or request may carry.
+    pub(crate) fn keeping(mut self, secrets: impl IntoIterator<Item = String>) -> Self {
+        self.secrets.extend(secrets);
+        self
+    }
+
+    /// This input, whose HTTP requests carry `candidate` instead of the
+    /// kind's credential (which is kept out of them as a secret).
+    pub(crate) fn carrying(mut self, candidate: Option<String>) -> Self {
+        self.secrets.extend(candidate.clone());
+        self.credential = CallCredential::Candidate(candidate);
+        self
+    }
+}
+
+/// What every capability of one call shares: the kind's capabilities, the
+/// allocations the call serves and what it may do, its deadline, its
+/// native requests in flight (they run to their end) and what finds every
+/// secret of the call.
+pub(crate) struct Call {
+    pub(crate) capabilities: SharedCapabilities,
+    pub(crate) scope: CallScope,
+    pub(crate) deadline: Instant,
+    pub(crate) in_flight: InFlight,
+    /// The kind's credential, a candidate credential, and the input's
+    /// secrets ([`CallInput`]).
+    pub(crate) secrets: Secrets,
+}
+
+/// What one call holds of its kind's capabilities: what they share
+/// ([`Call`]) and each capability's per-call state. The store's data
+/// (`state::CallState`) holds one and lends each import its capability's
+/// view.
+pub(crate) struct CallCapabilities {
+    pub(crate) call: Call,
+    pub(crate) docker: docker::State,
+    /// The call's `wasi:http` hooks.
+    pub(crate) http: http::State,
+    pub(crate) log: log::State,
 }
 
 impl CallCapabilities {
-    /// What a call serving `scope`, to end by `deadline`, holds.
-    pub(crate) fn new(
-        capabilities: SharedCapabilities,
-        scope: scope::CallScope,
-        deadline: Instant,
-    ) -> Self {
-        let in_flight = boundary::InFlight::default();
+    /// What a call given `input`, to end by `deadline`, holds.
+    pub(crate) fn new(capabilities: SharedCapabilities, input: CallInput, deadline: Instant) -> Self {
+        let CallInput {
+            scope,
+            secrets,
+            credential,
+        } = input;
+        let in_flight = InFlight::default();
+        let kind = capabilities.credential();
+        let candidate = match &credential {
+            CallCredential::Kind => None,
+            CallCredential::Candidate(candidate) => candidate.as_deref(),
+        };
+        let secrets = Secrets::new(
+            kind.as_deref()
+                .into_iter()
+                .chain(candidate)
+                .chain(secrets.iter().map(String::as_str)),
+        );
         Self {
-            deadline,
-            http: http::CallHttp::new(
+            http: http::State::new(
                 capabilities.clone(),
                 deadline,
                 scope.access(),
                 in_flight.clone(),
+                &credential,
             ),
-            scope,
-            capabilities,
-            secrets: Vec::new(),
-            logged: 0,
-            call_secrets: None,
-            proven: Default::default(),
-            fresh: Default::default(),
-            in_flight,
+            docker: Default::default(),
+            log: Default::default(),
+            call: Call {
+                capabilities,
+                scope,
+                deadline,
+                in_flight,
+                secrets,
+            },
         }
     }
 
-    /// What finds every secret of this call: the kind's credential, a
-    /// candidate credential, the Create's daemon credential, a
-    /// configuration's credential.
-    pub(crate) fn secrets(&mut self) -> &oac_provider_api::secrets::Secrets {
-        self.call_secrets.get_or_insert_with(|| {
-            let kind = self.capabilities.credential();
-            oac_provider_api::secrets::Secrets::new(
-                kind.as_deref()
-                    .into_iter()
-                    .chain(self.http.credential())
-                    .chain(self.secrets.iter().map(String::as_str)),
-            )
-        })
+    fn context(&mut self) -> context::View<'_> {
+        context::View { call: &self.call }
+    }
+
+    fn docker(&mut self) -> docker::View<'_> {
+        docker::View {
+            call: &self.call,
+            state: &mut self.docker,
+        }
+    }
+
+    fn log(&mut self) -> log::View<'_> {
+        log::View {
+            call: &self.call,
+            state: &mut self.log,
+        }
+    }
+
+    fn receipts(&mut self) -> receipts::View<'_> {
+        receipts::View { call: &self.call }
     }
 }
 
-/// Links every capability import (and the shared `types` interface), one
-/// capability at a time, each by its own module, reaching the call's
-/// capabilities through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
+/// Store data that holds a call's capabilities.
+pub(crate) trait HoldsCapabilities: Send + 'static {
+    /// The call's capabilities.
+    fn capabilities(&mut self) -> &mut CallCapabilities;
+}
+
+/// Links every capability import (and the shared `types` interface), each
+/// by its own module, onto the view of it the call's capabilities lend.
+/// (`wasi:http` is linked with WASI, by the store's data.)
+pub(crate) fn add_to_linker<T: HoldsCapabilities>(
     linker: &mut wasmtime::component::Linker<T>,
-    get: fn(&mut T) -> &mut CallCapabilities,
 ) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
     crate::bindings::oac::sandbox_provider::types::add_to_linker::<T, HasSelf<CallCapabilities>>(
-        linker, get,
+        linker,
+        T::capabilities,
     )?;
-    context::add_to_linker(linker, get)?;
-    docker::imports::add_to_linker(linker, get)?;
-    log::add_to_linker(linker, get)?;
-    receipts::add_to_linker(linker, get)
+    context::add_to_linker(linker, |t: &mut T| t.capabilities().context())?;
+    docker::add_to_linker(linker, |t: &mut T| t.capabilities().docker())?;
+    log::add_to_linker(linker, |t: &mut T| t.capabilities().log())?;
+    receipts::add_to_linker(linker, |t: &mut T| t.capabilities().receipts())
 }
 
 impl crate::bindings::oac::sandbox_provider::types::Host for CallCapabilities {}

@@ -5,15 +5,11 @@
 use super::*;
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter::Configuration as WitConfiguration;
 
-/// Calls one configuration-adapter export. The call holds no credential
-/// value (only handles), but the values are kept out of its log lines all
-/// the same.
+/// Calls one configuration-adapter export.
 macro_rules! adapter_call {
-    ($secrets:expr, $call:ident ( $($arg:expr),* )) => {{
-        let secrets: Vec<String> = $secrets;
+    ($call:ident ( $($arg:expr),* )) => {{
         move |p: &Exports, s: &mut Store<CallState>| -> CallFuture<'_, _> {
             Box::pin(async move {
-                s.data_mut().call.secrets.extend(secrets);
                 p.configuration_adapter(&mut *s)?
                     .$call(s, $($arg),*)
                     .await
@@ -23,15 +19,16 @@ macro_rules! adapter_call {
 }
 
 /// Invokes a configuration export in a pure scope: no capability, nothing
-/// logged (see [`adapter_call`]).
+/// logged. The call holds no credential value (only handles), but the
+/// values (`$secrets`) are kept out of its log lines all the same.
 macro_rules! pure {
     ($kind:ident, $operation:ident, $budget:ident, $secrets:expr, $call:ident ( $($arg:expr),* )) => {
         $kind
             .invoke(
                 $operation,
-                CallScope::pure(),
+                CallInput::from(CallScope::pure()).keeping($secrets),
                 $budget,
-                adapter_call!($secrets, $call($($arg),*)),
+                adapter_call!($call($($arg),*)),
             )
             .await
     };
@@ -103,6 +100,7 @@ impl Kind {
         raw: Result<Result<T, wit::Error>, Error>,
         secrets: &[String],
     ) -> Result<U, Error> {
+        debug_assert_eq!(police::rule(operation), police::Rule::Shown);
         let answer: U = self.plain(operation, raw)?;
         let secrets = Secrets::new(secrets.iter().map(String::as_str));
         if self.policing == Policing::Enforced && secrets.found_in_any(answer.shown()) {
@@ -319,7 +317,7 @@ impl ConfigurationProvider for Kind {
                 operation,
                 CallScope::node_read(),
                 budget,
-                adapter_call!(Vec::new(), call_discover_configuration(&query)),
+                adapter_call!(call_discover_configuration(&query)),
             )
             .await;
         self.plain(operation, raw)

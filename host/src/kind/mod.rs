@@ -6,7 +6,7 @@
 
 use crate::bindings::oac::sandbox_provider::types as wit;
 use crate::call::{self, Aborted};
-use crate::capability::SharedCapabilities;
+use crate::capability::{CallInput, SharedCapabilities};
 use crate::capability::scope::CallScope;
 use crate::credential::{Checked, Handed, Unfit};
 use crate::declaration::{Declaration, Inventory};
@@ -126,7 +126,7 @@ impl Kind {
     /// ([`RunsToEnd`]) or its budget ends with native work in flight.
     async fn run<R, C>(
         &self,
-        scope: CallScope,
+        input: CallInput,
         budget: Budget,
         call: C,
         then: Option<Then<R>>,
@@ -138,7 +138,7 @@ impl Kind {
         let deadline = budget.deadline_from_now();
         let waited = async {
             let fenced = self.fence.clone().read_owned().await;
-            let turn = match scope.turn() {
+            let turn = match input.scope.turn() {
                 Some(reference) => Some(self.turns.take(reference).await),
                 None => None,
             };
@@ -160,7 +160,7 @@ impl Kind {
             let outcome = call::run(
                 &pre,
                 capabilities,
-                scope,
+                input,
                 &policy,
                 deadline,
                 async move |provider, store| call(provider, store).await,
@@ -195,7 +195,7 @@ impl Kind {
     async fn invoke<R, C>(
         &self,
         operation: Operation,
-        scope: CallScope,
+        input: impl Into<CallInput>,
         budget: Budget,
         call: C,
     ) -> Result<R, Error>
@@ -203,7 +203,7 @@ impl Kind {
         R: Send + 'static,
         C: InstanceCall<R>,
     {
-        self.invoke_valid(operation, scope, true, budget, call)
+        self.invoke_valid(operation, input, true, budget, call)
             .await
     }
 
@@ -213,7 +213,7 @@ impl Kind {
     async fn invoke_valid<R, C>(
         &self,
         operation: Operation,
-        scope: CallScope,
+        input: impl Into<CallInput>,
         valid: bool,
         budget: Budget,
         call: C,
@@ -222,11 +222,12 @@ impl Kind {
         R: Send + 'static,
         C: InstanceCall<R>,
     {
-        self.admit(operation, &scope, valid)?;
+        let input = input.into();
+        self.admit(operation, &input.scope, valid)?;
         // Observations prove nothing about a Create and may change nothing,
         // so they need not wait for one (and a batch would otherwise wait
         // for up to 100 turns): only a changing call takes a turn.
-        self.run(scope, budget, call, None)
+        self.run(input, budget, call, None)
             .await
             .map_err(|_| police::unknown(operation))
     }
@@ -283,6 +284,10 @@ impl Kind {
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
     ) -> Result<U, Error> {
+        debug_assert!(matches!(
+            police::rule(operation),
+            police::Rule::Plain | police::Rule::Shown
+        ));
         self.finish(operation, raw, |answer| police::answer(operation, answer))
     }
 }

@@ -39,13 +39,10 @@ impl SandboxProvider for Kind {
         self.admit(Operation::Create, &scope, true)?;
         let raw = self
             .run(
-                scope,
+                CallInput::from(scope).keeping([credential]),
                 budget,
                 move |p, s| {
-                    Box::pin(async move {
-                        s.data_mut().call.secrets.push(credential);
-                        p.sandbox_provider(&mut *s)?.call_create(s, &input).await
-                    })
+                    Box::pin(async move { p.sandbox_provider(&mut *s)?.call_create(s, &input).await })
                 },
                 self.record_settlement(&allocation),
             )
@@ -117,9 +114,9 @@ impl SandboxProvider for Kind {
                     // of the allocation left makes the answer unknown.
                     let claims_absence = matches!(&answer, Ok(info)
                         if info.state == wit::LifecycleState::Absent);
-                    let left = s.data().call.allocation_left();
+                    let left = s.data().capabilities.call.allocation_left();
                     if checked && claims_absence && left.await {
-                        let kind = &s.data().call.capabilities.kind;
+                        let kind = &s.data().capabilities.call.capabilities.kind;
                         tracing::warn!(%kind, event = "kill_left_resources", "absence refused");
                         let unknown = wit::Failure {
                             error: wit::Error::ComputeUnconfirmed,
@@ -221,13 +218,12 @@ impl SandboxProvider for Kind {
         let Configuration { public, credential } = candidate;
         // Read-only: a scope of no allocation that may only read.
         let read_only = CallScope::node_read();
+        // The candidate's credential goes to the vendor in this call's HTTP
+        // requests, never into the component.
+        let input = CallInput::from(read_only).carrying(credential.clone());
         let raw = self
-            .invoke_valid(operation, read_only, valid, budget, move |p, s| {
+            .invoke_valid(operation, input, valid, budget, move |p, s| {
                 Box::pin(async move {
-                    // The candidate's credential goes to the vendor in this
-                    // call's HTTP requests, never into the component.
-                    s.data_mut().call.secrets.extend(credential.clone());
-                    s.data_mut().call.http.use_candidate(credential.clone());
                     let resolved = p
                         .selection_discoverer(&mut *s)?
                         .call_discover_selection(s, &public)
@@ -253,11 +249,10 @@ impl SandboxProvider for Kind {
         // Read-only, reaching only the given allocations.
         let scope = CallScope::reading(references.clone());
         let references: Vec<wit::Reference> = references.into_iter().map(Into::into).collect();
+        let input = CallInput::from(scope).carrying(credential);
         let raw = self
-            .invoke_valid(operation, scope, valid, budget, move |p, s| {
+            .invoke_valid(operation, input, valid, budget, move |p, s| {
                 Box::pin(async move {
-                    s.data_mut().call.secrets.extend(credential.clone());
-                    s.data_mut().call.http.use_candidate(credential);
                     p.credential_verifier(&mut *s)?
                         .call_verify_credential(s, &public, &references)
                         .await

@@ -99,25 +99,22 @@ impl NodeArgs {
             .as_deref()
             .map(sandbox_host::ReceiptStore::open)
             .transpose()?;
-        Ok(registry::builtin()
+        registry::builtin()
             .into_iter()
             .map(|registration| {
-                let granted = registration.grants.docker;
-                let binding = NodeBinding {
-                    installation_id: self.installation.clone(),
-                    docker_socket: granted.then(|| self.docker_socket.clone()),
-                    container_policy: policy.clone().filter(|_| granted),
-                    configuration: configurations
-                        .remove(&registration.kind)
-                        .unwrap_or_else(|| json!({})),
-                    credential: credentials.remove(&registration.kind),
-                    receipts: receipts.clone().filter(|_| registration.grants.receipts),
-                    http_test_network: None,
-                    hook: None,
-                };
-                (registration.kind, binding)
+                let binding = NodeBinding::builder(&registration, &self.installation)
+                    .node_docker(&self.docker_socket, policy.as_ref())
+                    .node_receipts(receipts.as_ref())
+                    .configuration(
+                        configurations
+                            .remove(&registration.kind)
+                            .unwrap_or_else(|| json!({})),
+                    )
+                    .credential(credentials.remove(&registration.kind))
+                    .build()?;
+                Ok((registration.kind, binding))
             })
-            .collect())
+            .collect()
     }
 
     /// The registry rows to load: `--kind` (or `only`), else every row.

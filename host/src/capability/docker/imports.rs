@@ -2,10 +2,10 @@
 //! the call's allocations and deadline, shown to the boundary's hook first
 //! (before any policy decision).
 
-use super::DockerCall;
+use super::{DockerCall, Fresh, ProvenContainers};
 use crate::bindings::oac::sandbox_provider::docker;
-use crate::capability::CallCapabilities;
-use wasmtime::component::{HasSelf, Linker};
+use crate::capability::Call;
+use wasmtime::component::{HasData, Linker};
 
 /// What an import does to native state.
 #[derive(PartialEq)]
@@ -16,7 +16,38 @@ enum Effect {
     Changes,
 }
 
-impl CallCapabilities {
+/// What one call holds of the Docker capability: the containers it has
+/// proven its own (inspected once per call) and what it made that nothing
+/// has run in yet (uploads go only there).
+#[derive(Default)]
+pub(crate) struct State {
+    proven: ProvenContainers,
+    fresh: Fresh,
+}
+
+/// What a `docker` import sees of its call.
+pub(crate) struct View<'a> {
+    pub(crate) call: &'a Call,
+    pub(crate) state: &'a mut State,
+}
+
+/// The [`HasData`] marker that links the imports to a [`View`].
+pub(crate) struct Docker;
+
+impl HasData for Docker {
+    type Data<'a> = View<'a>;
+}
+
+/// Links the `docker` import (ungranted, every function answers `denied`),
+/// reaching each call's view through `get`.
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> View<'_>,
+) -> wasmtime::Result<()> {
+    docker::add_to_linker::<T, Docker>(linker, get)
+}
+
+impl View<'_> {
     /// The Docker broker bound to this call's allocations and deadline,
     /// after showing the hook which function the component called on which
     /// resource (before any policy decision). A pure call (configuration)
@@ -28,38 +59,39 @@ impl CallCapabilities {
         target: &str,
         effect: Effect,
     ) -> Result<DockerCall<'_>, docker::DockerError> {
-        let broker = self
+        let call = self.call;
+        let broker = call
             .capabilities
             .docker
             .as_ref()
             .ok_or(docker::DockerError::Denied)?;
         broker.note_call(function, target);
-        if !self.scope.may_reach() {
+        if !call.scope.may_reach() {
             return Err(docker::DockerError::Denied);
         }
-        if effect == Effect::Changes && !self.scope.may_change() {
+        if effect == Effect::Changes && !call.scope.may_change() {
             return Err(docker::DockerError::Invalid);
         }
         Ok(broker.call(
-            &self.scope,
-            self.deadline,
-            &self.in_flight,
-            &self.proven,
-            &self.fresh,
+            &call.scope,
+            call.deadline,
+            &call.in_flight,
+            &self.state.proven,
+            &self.state.fresh,
         ))
     }
-}
 
-impl CallCapabilities {
     /// Whether any of `texts` carries a secret of the call.
-    fn carries_secret<'a>(&mut self, texts: impl IntoIterator<Item = &'a String>) -> bool {
-        let secrets = self.secrets();
+    fn carries_secret<'a>(&self, texts: impl IntoIterator<Item = &'a String>) -> bool {
+        let secrets = &self.call.secrets;
         !secrets.is_empty()
             && texts
                 .into_iter()
                 .any(|text| secrets.found_in(text.as_bytes()))
     }
+}
 
+impl Call {
     /// Whether the host sees anything of the call's allocation left on the
     /// engine (a kind without Docker: nothing it can see), within the
     /// call's deadline.
@@ -83,7 +115,7 @@ impl CallCapabilities {
     }
 }
 
-impl docker::Host for CallCapabilities {
+impl docker::Host for View<'_> {
     async fn names(
         &mut self,
         allocation: docker::Reference,
@@ -203,12 +235,4 @@ impl docker::Host for CallCapabilities {
             .exec(&container, &spec)
             .await
     }
-}
-
-/// Links the `docker` import (ungranted, every function answers `denied`).
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut CallCapabilities,
-) -> wasmtime::Result<()> {
-    docker::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }

@@ -5,10 +5,11 @@
 //! call's allocation ([`CallScope`]), names the full id the ownership check
 //! saw, is bounded by the call's remaining budget, and is never retried.
 
+mod action;
 mod archive;
 mod engine;
 mod fresh;
-pub(crate) mod imports;
+mod imports;
 pub mod inspection;
 pub mod names;
 pub mod policy;
@@ -19,7 +20,7 @@ use crate::bindings::oac::sandbox_provider::docker::{
     ContainerSpec, ContainerStatus, ContainerSummary, DockerError, EngineInfo, EngineVersion,
     ExecOutput, ExecSpec, ImageSummary, StatsReading,
 };
-use crate::capability::boundary::{Action, Boundary, Crossing, Decided, DockerAction, InFlight};
+use crate::capability::boundary::{Action, Boundary, Crossing, Decided, InFlight};
 use crate::capability::scope::{CallScope, INSTALLATION_LABEL, ownership_labels};
 use bollard_stubs::models::{
     ContainerCreateBody, ContainerCreateResponse, ContainerStateStatusEnum, ContainerStatsResponse,
@@ -27,22 +28,29 @@ use bollard_stubs::models::{
     VolumeCreateRequest, VolumeListResponse,
 };
 use engine::{Body, Engine, EngineError};
-pub(crate) use fresh::Fresh;
+use fresh::Fresh;
+pub(crate) use imports::{State, View, add_to_linker};
 use hyper::Method;
 use inspection::InspectedContainer;
 use oac_provider_api::types::Reference;
 use policy::ContainerPolicy;
 use proven::Proof;
-pub(crate) use proven::ProvenContainers;
+use proven::ProvenContainers;
 use request::{ContainerRequest, container_key, is_full_id, is_resource_name};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use action::DockerAction;
 pub use archive::MAX_ARCHIVE_BYTES;
 pub use engine::API_VERSION;
 pub(crate) use engine::keep_pools_on_this_thread;
+
+/// What a registry row grants: whether the kind reaches the Engine (nodes
+/// kinds only). What a node binds to it is its socket and the container
+/// policy (`NodeBinding::docker_socket`, `NodeBinding::container_policy`).
+pub type Grant = bool;
 
 /// Oldest Engine API the typed subset needs (volume subpath mounts).
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);
@@ -62,7 +70,7 @@ pub enum DockerConnectError {
 /// The Docker broker of one node binding: the engine, the installation and
 /// the container policy every container of the kind gets.
 #[derive(Clone)]
-pub(crate) struct DockerBroker {
+pub(crate) struct Broker {
     engine: Engine,
     installation: String,
     policy: Arc<ContainerPolicy>,
@@ -71,7 +79,7 @@ pub(crate) struct DockerBroker {
     boundary: Boundary,
 }
 
-impl DockerBroker {
+impl Broker {
     /// The container policy every container of this kind gets.
     pub(crate) fn policy(&self) -> &ContainerPolicy {
         &self.policy
@@ -141,7 +149,7 @@ struct Owned {
     proof: Proof,
 }
 
-impl DockerBroker {
+impl Broker {
     /// Connects to the engine at `socket` and requires API ≥ 1.45. The
     /// construction check itself does not cross the `boundary`.
     pub(crate) async fn connect(
@@ -217,7 +225,7 @@ fn mount_targets(inspected: &InspectedContainer) -> Vec<String> {
 
 /// One call's view of the broker.
 pub(crate) struct DockerCall<'a> {
-    broker: &'a DockerBroker,
+    broker: &'a Broker,
     scope: &'a CallScope,
     deadline: Instant,
     in_flight: &'a InFlight,

@@ -1,28 +1,19 @@
-//! The `receipts` capability: small durable records of the call's own
-//! allocation on an embedded store (redb) in the node's or Core's state
-//! directory. A change returns only once its commit is fsync'd, so an
-//! adapter writes a receipt before the native effect it describes and a
-//! crash cannot lose it. Records are keyed by (kind, installation, tenant,
-//! environment, allocation, key): a call names only the last part, the host
-//! the rest, so no component reaches another kind's, installation's or
-//! allocation's records.
+//! The durable store behind the `receipts` capability: an embedded redb
+//! database in the node's (or Core's) state directory, private to its
+//! owner, one process at a time. A change returns only once its commit is
+//! fsync'd. Records are keyed by (kind, installation, tenant, environment,
+//! allocation, key); at most [`MAX_RECEIPTS_PER_ALLOCATION`] per allocation.
 
-use crate::bindings::oac::sandbox_provider::receipts::{self, ReceiptsError};
-use crate::capability::CallCapabilities;
-use crate::capability::boundary::{Action, Boundary, Crossing, InFlight, ReceiptAction};
-use oac_contract::bounds::{MAX_RECEIPT_BYTES, MAX_RECEIPTS_PER_ALLOCATION};
-use oac_provider_api::types::Reference;
+use oac_contract::bounds::MAX_RECEIPTS_PER_ALLOCATION;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
-use wasmtime::component::{HasSelf, Linker};
 
 /// The store's file in a state directory.
 pub const STORE_FILE: &str = "receipts.redb";
 
 /// (kind, installation, tenant, environment, allocation, key).
-type Address<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a str);
+pub(super) type Address<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str, &'a str);
 
 const RECORDS: TableDefinition<Address<'static>, &[u8]> = TableDefinition::new("receipts");
 
@@ -101,7 +92,7 @@ impl ReceiptStore {
     }
 
     /// The record at `address`.
-    fn get(&self, address: Address<'_>) -> Result<Option<Vec<u8>>, StoreFailure> {
+    pub(super) fn get(&self, address: Address<'_>) -> Result<Option<Vec<u8>>, StoreFailure> {
         let read = self
             .database
             .begin_read()
@@ -117,7 +108,7 @@ impl ReceiptStore {
 
     /// Writes `value` at `address` (or removes the record for `None`) and
     /// commits durably.
-    fn change(&self, address: Address<'_>, value: Option<&[u8]>) -> Result<(), StoreFailure> {
+    pub(super) fn change(&self, address: Address<'_>, value: Option<&[u8]>) -> Result<(), StoreFailure> {
         let write = self
             .database
             .begin_write()
@@ -164,164 +155,6 @@ impl ReceiptStore {
         // it returns. A failed commit may still have reached the disk.
         write.commit().map_err(|_| StoreFailure::Unconfirmed)
     }
-}
-
-/// The receipts of one kind: its store and the boundary every request
-/// crosses (recorded, faults injected, never retried).
-#[derive(Clone)]
-pub(crate) struct ReceiptsBroker {
-    store: ReceiptStore,
-    boundary: Boundary,
-}
-
-impl ReceiptsBroker {
-    /// A broker over `store`.
-    pub(crate) fn new(store: ReceiptStore, boundary: Boundary) -> Self {
-        Self { store, boundary }
-    }
-}
-
-/// The owned parts of a record's address.
-struct Owned {
-    kind: String,
-    installation: String,
-    reference: Reference,
-    key: String,
-}
-
-impl Owned {
-    fn address(&self) -> Address<'_> {
-        (
-            &self.kind,
-            &self.installation,
-            &self.reference.tenant_id,
-            &self.reference.environment_id,
-            &self.reference.allocation_id,
-            &self.key,
-        )
-    }
-}
-
-impl CallCapabilities {
-    /// The broker and the record address for `key`, or why the call may
-    /// not reach it (checked before anything is read or written).
-    fn receipt(
-        &self,
-        function: &'static str,
-        key: String,
-    ) -> Result<(ReceiptsBroker, Owned), ReceiptsError> {
-        let capabilities = &self.capabilities;
-        let broker = capabilities.receipts.clone().ok_or(ReceiptsError::Denied)?;
-        broker.boundary.note_call("receipts", function, &key);
-        // Only a call that may change its allocation writes: an observation,
-        // a probe or a verification may read at most.
-        let writes = function != "get";
-        if !self.scope.may_reach() || (writes && !self.scope.may_change()) {
-            return Err(ReceiptsError::Denied);
-        }
-        let reference = self.scope.single().ok_or(ReceiptsError::Denied)?.clone();
-        if !oac_contract::is_valid_reason(&key) {
-            return Err(ReceiptsError::Invalid);
-        }
-        Ok((
-            broker,
-            Owned {
-                kind: capabilities.kind.clone(),
-                installation: capabilities.installation_id.clone(),
-                reference,
-                key,
-            },
-        ))
-    }
-}
-
-/// Runs one store request across the boundary, on a blocking thread, within
-/// the call's deadline.
-async fn cross<T: Send + 'static>(
-    (deadline, in_flight): (Instant, &InFlight),
-    broker: ReceiptsBroker,
-    action: ReceiptAction,
-    owned: Owned,
-    request: impl FnOnce(&ReceiptStore, Address<'_>) -> Result<T, StoreFailure> + Send + 'static,
-) -> Result<T, Crossing<StoreFailure>> {
-    let decided = broker
-        .boundary
-        .decide(Action::Receipts(action), &owned.key, false);
-    let store = broker.store.clone();
-    // The request starts only when the boundary sends it: a request the
-    // boundary refuses never touches the store.
-    let sending = async move {
-        tokio::task::spawn_blocking(move || request(&store, owned.address()))
-            .await
-            .unwrap_or(Err(StoreFailure::Unconfirmed))
-    };
-    broker
-        .boundary
-        .dispatch(&decided, deadline, in_flight, sending)
-        .await
-}
-
-/// A change's outcome as the component sees it.
-fn changed(outcome: Result<(), Crossing<StoreFailure>>) -> Result<(), ReceiptsError> {
-    outcome.map_err(|crossing| match crossing {
-        Crossing::NotSent | Crossing::CleanupFailed => ReceiptsError::Unavailable,
-        Crossing::Native(StoreFailure::Unavailable) => ReceiptsError::Unavailable,
-        Crossing::Native(StoreFailure::Full) => ReceiptsError::Full,
-        Crossing::Lost | Crossing::Native(StoreFailure::Unconfirmed) => ReceiptsError::Unconfirmed,
-    })
-}
-
-impl receipts::Host for CallCapabilities {
-    async fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, ReceiptsError> {
-        let (broker, owned) = self.receipt("get", key)?;
-        let found = cross(
-            (self.deadline, &self.in_flight),
-            broker,
-            ReceiptAction::Get,
-            owned,
-            |store, address| store.get(address),
-        )
-        .await
-        .map_err(|_| ReceiptsError::Unavailable)?;
-        Ok(found)
-    }
-
-    async fn put(&mut self, key: String, value: Vec<u8>) -> Result<(), ReceiptsError> {
-        let (broker, owned) = self.receipt("put", key)?;
-        if value.len() > MAX_RECEIPT_BYTES {
-            return Err(ReceiptsError::Invalid);
-        }
-        let outcome = cross(
-            (self.deadline, &self.in_flight),
-            broker,
-            ReceiptAction::Put,
-            owned,
-            move |store, address| store.change(address, Some(&value)),
-        )
-        .await;
-        changed(outcome)
-    }
-
-    async fn remove(&mut self, key: String) -> Result<(), ReceiptsError> {
-        let (broker, owned) = self.receipt("remove", key)?;
-        let outcome = cross(
-            (self.deadline, &self.in_flight),
-            broker,
-            ReceiptAction::Remove,
-            owned,
-            |store, address| store.change(address, None),
-        )
-        .await;
-        changed(outcome)
-    }
-}
-
-/// Links the `receipts` import.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut CallCapabilities,
-) -> wasmtime::Result<()> {
-    receipts::add_to_linker::<T, HasSelf<CallCapabilities>>(linker, get)
 }
 
 #[cfg(test)]
