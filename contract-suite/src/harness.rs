@@ -4,9 +4,9 @@
 
 use crate::fixtures::{Engine, FixtureError, e2b_api};
 use crate::recorder::{Call, Plan, Recorder};
-use sandbox_host::capability::boundary::NativeRequest;
+use sandbox_host::testing::NativeRequest;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::capability::http::TestNetwork;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{DigestSource, EndpointGrant, Grants, Mode, Policy, Registration};
@@ -255,7 +255,7 @@ impl Harness {
     async fn load(loaded: &(Registration, NodeBinding, PathBuf)) -> Result<Host, HarnessError> {
         let (registration, binding, dir) = loaded;
         let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
-        Host::load_unpoliced(
+        sandbox_host::testing::load_unpoliced(
             runtime,
             std::slice::from_ref(registration),
             dir,

@@ -1,7 +1,7 @@
 //! The suite's hook at the capability boundary: it records every native
 //! request and injects the planned fault into the k-th matching one.
 
-use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::testing::{Effect, Fault, ImportCall, NativeHook, NativeRequest};
 use std::sync::Mutex;
 
 /// Which requests a plan counts.
@@ -43,8 +43,18 @@ pub struct Plan {
     pub fault: Fault,
 }
 
-/// A capability function the component called, as `function target`.
-pub type Call = String;
+/// A capability function the component called (before any policy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The capability, e.g. `docker`.
+    pub capability: &'static str,
+    /// The function, e.g. `volume-remove`.
+    pub function: &'static str,
+    /// The resource it named.
+    pub target: String,
+    /// What it would do.
+    pub effect: Effect,
+}
 
 #[derive(Debug, Default)]
 struct State {
@@ -135,7 +145,12 @@ impl NativeHook for Recorder {
         }
     }
 
-    fn on_call(&self, _capability: &'static str, function: &'static str, target: &str) {
-        self.state().calls.push(format!("{function} {target}"));
+    fn on_call(&self, call: &ImportCall<'_>) {
+        self.state().calls.push(Call {
+            capability: call.capability,
+            function: call.function,
+            target: call.target.to_string(),
+            effect: call.effect,
+        });
     }
 }

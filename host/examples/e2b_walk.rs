@@ -8,7 +8,7 @@
 
 use anyhow::{Context, Result};
 use oac_fixtures::e2b_api::{self, FakeE2b};
-use sandbox_host::capability::http::TestNetwork;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::host::Connect;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Bootstrap, Command, NetworkAccess, Reference};

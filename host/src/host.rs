@@ -121,28 +121,7 @@ impl Host {
         .await
     }
 
-    /// [`Host::load`] with policing off: every operation reaches the
-    /// component and its answers come back as it gave them. For the
-    /// contract suite, which judges what a component itself does.
-    #[doc(hidden)]
-    pub async fn load_unpoliced(
-        runtime: Arc<Runtime>,
-        table: &[Registration],
-        plugin_dir: &Path,
-        bindings: &BTreeMap<String, NodeBinding>,
-    ) -> Result<Self, HostError> {
-        Self::load_with(
-            runtime,
-            table,
-            plugin_dir,
-            bindings,
-            Connect::Capabilities,
-            Policing::Off,
-        )
-        .await
-    }
-
-    async fn load_with(
+    pub(crate) async fn load_with(
         runtime: Arc<Runtime>,
         table: &[Registration],
         plugin_dir: &Path,

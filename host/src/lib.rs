@@ -27,6 +27,8 @@ pub mod node_config;
 pub mod registry;
 mod settlement;
 mod state;
+#[doc(hidden)]
+pub mod testing;
 pub mod transport;
 mod turns;
 

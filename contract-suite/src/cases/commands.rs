@@ -6,7 +6,7 @@
 use super::{Runner, actions, ensure};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::capability::boundary::Fault;
+use sandbox_host::testing::Fault;
 use sandbox_host::types::Error;
 use sha2::Digest;
 

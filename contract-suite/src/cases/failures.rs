@@ -10,7 +10,7 @@ use super::{Runner, Verdict, actions, ensure, is_mutation};
 use crate::harness::{Harness, Mutation};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
-use sandbox_host::capability::boundary::{Fault, NativeRequest};
+use sandbox_host::testing::{Fault, NativeRequest};
 use sandbox_host::types::{Error, Failure, Info, Reference};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

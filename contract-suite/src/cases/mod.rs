@@ -13,7 +13,7 @@ mod unsupported;
 
 use crate::harness::Harness;
 use crate::report::{CaseResult, Level, Report};
-use sandbox_host::capability::boundary::NativeRequest;
+use sandbox_host::testing::NativeRequest;
 use std::time::Instant;
 
 /// Runs cases and collects their results, showing progress on stderr.

@@ -4,6 +4,7 @@
 
 use super::{Runner, actions, ensure, is_mutation};
 use crate::report::Level;
+use sandbox_host::testing::Effect;
 use sandbox_host::contract::labels;
 use sandbox_host::types::Error;
 use std::collections::BTreeMap;
@@ -63,9 +64,10 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let (answer, requests, calls) = h.observed(None, async || h.create(r).await).await;
                 ensure(answer.is_err(), || format!("create succeeded: {answer:?}"))?;
-                let attempts: Vec<&String> = calls
+                let attempts: Vec<_> = calls
                     .iter()
-                    .filter(|call| call.contains("-remove ") || call.contains("-create "))
+                    .filter(|call| call.capability == "docker")
+                    .filter(|call| matches!(call.effect, Effect::Creates | Effect::Removes))
                     .collect();
                 ensure(attempts.is_empty(), || {
                     format!("attempted to change foreign-held names: {attempts:?}")
@@ -88,9 +90,9 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let (answer, requests, calls) = h.observed(None, async || h.kill(r).await).await;
                 ensure(answer.is_err(), || format!("kill succeeded: {answer:?}"))?;
-                let attempts: Vec<&String> = calls
+                let attempts: Vec<_> = calls
                     .iter()
-                    .filter(|call| call.contains("-remove "))
+                    .filter(|call| call.capability == "docker" && call.effect == Effect::Removes)
                     .collect();
                 ensure(attempts.is_empty(), || {
                     format!("attempted to delete foreign resources: {attempts:?}")

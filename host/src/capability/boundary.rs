@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use super::Action;
+pub(crate) use super::Action;
 
 /// One native request a capability is about to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,9 +83,38 @@ pub trait NativeHook: Send + Sync + fmt::Debug {
     /// Called when the component calls a capability function, before the
     /// host's policy decides anything: an attempt the host refuses (e.g.
     /// removing a foreign volume) is still the component's attempt.
-    fn on_call(&self, capability: &'static str, function: &'static str, target: &str) {
-        let _ = (capability, function, target);
+    fn on_call(&self, call: &ImportCall<'_>) {
+        let _ = call;
     }
+}
+
+/// What a capability function would do to native state, as the component
+/// asked (whether or not the host then allows it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Only reads.
+    Reads,
+    /// Creates a resource (a container, a volume).
+    Creates,
+    /// Removes one (a container, a volume, a record; an HTTP `DELETE`).
+    Removes,
+    /// Changes native state otherwise: starts, runs, uploads, writes.
+    Changes,
+}
+
+/// A capability function the component called, shown to the hook before
+/// any policy decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportCall<'a> {
+    /// The capability: `docker`, `http` or `receipts`.
+    pub capability: &'static str,
+    /// The function as the WIT names it (`container-remove`, `put`), or
+    /// `send` for HTTP.
+    pub function: &'static str,
+    /// The resource it names (container, volume, record key, URL), or empty.
+    pub target: &'a str,
+    /// What it would do.
+    pub effect: Effect,
 }
 
 /// A request shown to the hook, with the fault it chose.
@@ -179,9 +208,9 @@ impl Boundary {
     }
 
     /// Shows the hook a call the component made.
-    pub(crate) fn note_call(&self, capability: &'static str, function: &'static str, target: &str) {
+    pub(crate) fn note_call(&self, call: ImportCall<'_>) {
         if let Some(hook) = &self.hook {
-            hook.on_call(capability, function, target);
+            hook.on_call(&call);
         }
     }
 
@@ -252,13 +281,13 @@ impl Boundary {
 /// the longest budget. A request still unanswered by then is taken for
 /// hung (an engine or vendor that never answers); the host gives up on it
 /// and says so in its log.
-pub fn overrun_bound(budget: Duration) -> Duration {
+pub(crate) fn overrun_bound(budget: Duration) -> Duration {
     let longest = Duration::from_millis(u64::from(oac_contract::bounds::MAX_BUDGET_MS));
     budget.clamp(MIN_OVERRUN, longest)
 }
 
 /// The shortest wait for native work in flight at a deadline.
-pub const MIN_OVERRUN: Duration = Duration::from_secs(1);
+pub(crate) const MIN_OVERRUN: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@
 //! each of them once: in [`Grants`], [`Capabilities`], [`CallCapabilities`],
 //! [`Action`] and [`add_to_linker`].
 
-pub mod boundary;
+pub(crate) mod boundary;
 mod context;
 pub mod docker;
 pub mod http;

@@ -238,14 +238,14 @@ async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
 #[derive(Debug, Default)]
 struct Faulty {
     seen: std::sync::Mutex<Vec<String>>,
-    inject: Option<(&'static str, sandbox_host::capability::boundary::Fault)>,
+    inject: Option<(&'static str, sandbox_host::testing::Fault)>,
 }
 
-impl sandbox_host::capability::boundary::NativeHook for Faulty {
+impl sandbox_host::testing::NativeHook for Faulty {
     fn on_request(
         &self,
-        request: &sandbox_host::capability::boundary::NativeRequest,
-    ) -> Option<sandbox_host::capability::boundary::Fault> {
+        request: &sandbox_host::testing::NativeRequest,
+    ) -> Option<sandbox_host::testing::Fault> {
         let mut seen = self.seen.lock().expect("lock");
         seen.push(request.action.to_string());
         let first = seen
@@ -262,7 +262,7 @@ impl sandbox_host::capability::boundary::NativeHook for Faulty {
 async fn faulted(
     socket: &Path,
     allocation: &str,
-    fault: sandbox_host::capability::boundary::Fault,
+    fault: sandbox_host::testing::Fault,
 ) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
     let volume = home_volume(allocation);
     let hook = std::sync::Arc::new(Faulty {
@@ -291,7 +291,7 @@ async fn faulted(
 
 #[tokio::test]
 async fn injected_faults_act_at_the_capability_boundary() {
-    use sandbox_host::capability::boundary::Fault;
+    use sandbox_host::testing::Fault;
     let Some(socket) = engine_socket("capability faults") else {
         return;
     };

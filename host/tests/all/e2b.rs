@@ -5,7 +5,7 @@
 use crate::support::*;
 use oac_fixtures::e2b_api::{self, FakeE2b};
 use sandbox_host::ReceiptStore;
-use sandbox_host::capability::http::TestNetwork;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,

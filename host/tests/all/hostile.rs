@@ -8,7 +8,7 @@
 
 use crate::support::*;
 use bollard::Docker;
-use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};

@@ -5,7 +5,7 @@
 
 use crate::support::*;
 use sandbox_host::ReceiptStore;
-use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference, Target};
 use sandbox_host::{Budget, Registration};

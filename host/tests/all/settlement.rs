@@ -7,7 +7,7 @@
 //! input the contract refuses, before any native request.
 
 use crate::support::*;
-use sandbox_host::capability::boundary::{Fault, NativeHook, NativeRequest};
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;

@@ -5,16 +5,8 @@
 use super::{DockerCall, Fresh, ProvenContainers};
 use crate::bindings::oac::sandbox_provider::docker;
 use crate::capability::Call;
+use crate::capability::boundary::{Effect, ImportCall};
 use wasmtime::component::{HasData, Linker};
-
-/// What an import does to native state.
-#[derive(PartialEq)]
-enum Effect {
-    /// Only reads.
-    Reads,
-    /// Creates, starts, removes, runs or writes something.
-    Changes,
-}
 
 /// What one call holds of the Docker capability: the containers it has
 /// proven its own (inspected once per call) and what it made that nothing
@@ -65,11 +57,16 @@ impl View<'_> {
             .docker
             .as_ref()
             .ok_or(docker::DockerError::Denied)?;
-        broker.note_call(function, target);
+        broker.note_call(ImportCall {
+            capability: "docker",
+            function,
+            target,
+            effect,
+        });
         if !call.scope.may_reach() {
             return Err(docker::DockerError::Denied);
         }
-        if effect == Effect::Changes && !call.scope.may_change() {
+        if effect != Effect::Reads && !call.scope.may_change() {
             return Err(docker::DockerError::Invalid);
         }
         Ok(broker.call(
@@ -163,10 +160,10 @@ impl docker::Host for View<'_> {
         // file or on stdin, never in what an inspection or `ps` shows.
         let shown = spec.cmd.iter().chain(&spec.env).chain(&spec.working_dir);
         if self.carries_secret(shown) {
-            self.docker("container-create", &spec.name, Effect::Changes)?;
+            self.docker("container-create", &spec.name, Effect::Creates)?;
             return Err(docker::DockerError::Invalid);
         }
-        self.docker("container-create", &spec.name, Effect::Changes)?
+        self.docker("container-create", &spec.name, Effect::Creates)?
             .container_create(&spec)
             .await
     }
@@ -180,7 +177,7 @@ impl docker::Host for View<'_> {
         container: String,
         force: bool,
     ) -> Result<(), docker::DockerError> {
-        self.docker("container-remove", &container, Effect::Changes)?
+        self.docker("container-remove", &container, Effect::Removes)?
             .container_remove(&container, force)
             .await
     }
@@ -203,12 +200,12 @@ impl docker::Host for View<'_> {
             .await
     }
     async fn volume_create(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker("volume-create", &volume, Effect::Changes)?
+        self.docker("volume-create", &volume, Effect::Creates)?
             .volume_create(&volume)
             .await
     }
     async fn volume_remove(&mut self, volume: String) -> Result<(), docker::DockerError> {
-        self.docker("volume-remove", &volume, Effect::Changes)?
+        self.docker("volume-remove", &volume, Effect::Removes)?
             .volume_remove(&volume)
             .await
     }

@@ -183,8 +183,8 @@ impl Broker {
     }
 
     /// Shows the boundary's hook a call the component made.
-    pub(crate) fn note_call(&self, function: &'static str, target: &str) {
-        self.boundary.note_call("docker", function, target);
+    pub(crate) fn note_call(&self, call: crate::capability::boundary::ImportCall<'_>) {
+        self.boundary.note_call(call);
     }
 
     /// The broker as one call uses it: bound to the call's allocations and

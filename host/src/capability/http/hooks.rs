@@ -9,7 +9,7 @@ use super::{
     MAX_BODY_BYTES, is_reserved,
 };
 use crate::capability::{CallCredential, SharedCapabilities};
-use crate::capability::boundary::InFlight;
+use crate::capability::boundary::{Effect, ImportCall, InFlight};
 use crate::capability::scope::Access;
 use std::sync::Arc;
 use std::time::Instant;
@@ -94,7 +94,17 @@ impl State {
         let broker = &self.capabilities.http;
         let (mut head, body) = request.into_parts();
         let target = head.uri.to_string();
-        broker.boundary.note_call("http", "send", &target);
+        let effect = match head.method {
+            http::Method::GET | http::Method::HEAD => Effect::Reads,
+            http::Method::DELETE => Effect::Removes,
+            _ => Effect::Changes,
+        };
+        broker.boundary.note_call(ImportCall {
+            capability: "http",
+            function: "send",
+            target: &target,
+            effect,
+        });
         let action = match head.method {
             http::Method::GET => HttpAction::Get,
             http::Method::POST => HttpAction::Post,

@@ -17,7 +17,7 @@ pub use store::{ReceiptStore, ReceiptStoreError, STORE_FILE};
 
 use crate::bindings::oac::sandbox_provider::receipts::{self, ReceiptsError};
 use crate::capability::Call;
-use crate::capability::boundary::{Action, Boundary, Crossing, NativeHook};
+use crate::capability::boundary::{Action, Boundary, Crossing, Effect, ImportCall, NativeHook};
 use oac_contract::bounds::MAX_RECEIPT_BYTES;
 use oac_provider_api::types::Reference;
 use std::sync::Arc;
@@ -130,12 +130,17 @@ impl View<'_> {
     ) -> Result<(Broker, Owned), ReceiptsError> {
         let capabilities = &self.call.capabilities;
         let broker = capabilities.receipts.clone().ok_or(ReceiptsError::Denied)?;
-        let function = match action {
-            ReceiptAction::Get => "get",
-            ReceiptAction::Put => "put",
-            ReceiptAction::Remove => "remove",
+        let (function, effect) = match action {
+            ReceiptAction::Get => ("get", Effect::Reads),
+            ReceiptAction::Put => ("put", Effect::Changes),
+            ReceiptAction::Remove => ("remove", Effect::Removes),
         };
-        broker.boundary.note_call("receipts", function, &key);
+        broker.boundary.note_call(ImportCall {
+            capability: "receipts",
+            function,
+            target: &key,
+            effect,
+        });
         // Only a call that may change its allocation writes: an observation,
         // a probe or a verification may read at most.
         let scope = &self.call.scope;
