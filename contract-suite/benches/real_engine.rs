@@ -57,11 +57,11 @@ fn budget() -> Budget {
 fn next_reference() -> Reference {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    Reference {
-        tenant_id: "bench-tenant".into(),
-        environment_id: format!("bench-env-{n}"),
-        allocation_id: format!("bench-alloc-{n}"),
-    }
+    Reference::new(
+        "bench-tenant",
+        format!("bench-env-{n}"),
+        format!("bench-alloc-{n}"),
+    )
 }
 
 fn bootstrap(reference: Reference) -> Bootstrap {

@@ -135,11 +135,11 @@ fn allocation_of(caller: usize) -> usize {
 }
 
 fn reference(allocation: usize) -> Reference {
-    Reference {
-        tenant_id: "bench-tenant".into(),
-        environment_id: format!("bench-env-{allocation}"),
-        allocation_id: format!("bench-alloc-{allocation}"),
-    }
+    Reference::new(
+        "bench-tenant",
+        format!("bench-env-{allocation}"),
+        format!("bench-alloc-{allocation}"),
+    )
 }
 
 fn bootstrap(allocation: usize) -> Bootstrap {

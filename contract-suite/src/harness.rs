@@ -4,12 +4,12 @@
 
 use crate::fixtures::{Engine, FixtureError, e2b_api};
 use crate::recorder::{Call, Plan, Recorder};
-use sandbox_host::testing::NativeRequest;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::testing::TestNetwork;
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{DigestSource, EndpointGrant, Grants, Mode, Policy, Registration};
+use sandbox_host::testing::NativeRequest;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::types::{
     Bootstrap, Command, CommandResult, Error, Failure, Info, NetworkAccess, Reference,
 };
@@ -281,11 +281,7 @@ impl Harness {
     /// A reference no other case uses.
     pub fn allocation(&self, case: &str) -> Reference {
         let n = self.allocations.fetch_add(1, Ordering::Relaxed);
-        Reference {
-            tenant_id: "suite-tenant".into(),
-            environment_id: "suite-env".into(),
-            allocation_id: format!("{case}-{n}"),
-        }
+        Reference::new("suite-tenant", "suite-env", format!("{case}-{n}"))
     }
 
     /// A bootstrap for `reference` carrying the credential canary.

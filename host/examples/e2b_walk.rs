@@ -8,9 +8,9 @@
 
 use anyhow::{Context, Result};
 use oac_fixtures::e2b_api::{self, FakeE2b};
-use sandbox_host::testing::TestNetwork;
 use sandbox_host::host::Connect;
 use sandbox_host::provider::SandboxProvider;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::types::{Bootstrap, Command, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host, NodeBinding, ReceiptStore, Runtime, registry};
 use std::collections::BTreeMap;

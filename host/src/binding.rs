@@ -61,7 +61,10 @@ pub struct BindingBuilder<'a> {
 
 impl NodeBinding {
     /// A builder of `registration`'s binding under `installation_id`.
-    pub fn builder<'a>(registration: &'a Registration, installation_id: &str) -> BindingBuilder<'a> {
+    pub fn builder<'a>(
+        registration: &'a Registration,
+        installation_id: &str,
+    ) -> BindingBuilder<'a> {
         BindingBuilder {
             registration,
             binding: NodeBinding {

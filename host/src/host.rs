@@ -6,8 +6,8 @@
 use crate::binding::{self, NodeBinding};
 use crate::bindings::Support;
 use crate::call;
-use crate::capability::boundary::Boundary;
 use crate::capability::SharedCapabilities;
+use crate::capability::boundary::Boundary;
 use crate::capability::docker::DockerConnectError;
 use crate::capability::scope::CallScope;
 use crate::declaration::{self, Decision, Declaration, DeclarationError};

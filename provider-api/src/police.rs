@@ -427,11 +427,7 @@ mod tests {
     use super::*;
 
     fn reference(allocation: &str) -> Reference {
-        Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: allocation.into(),
-        }
+        Reference::new("t", "e", allocation)
     }
 
     fn info(allocation: &str, state: LifecycleState, id: Option<&str>, settled: bool) -> Info {

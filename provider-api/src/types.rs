@@ -68,6 +68,21 @@ pub struct Reference {
     pub allocation_id: String,
 }
 
+impl Reference {
+    /// The reference to `allocation` of `environment` of `tenant`.
+    pub fn new(
+        tenant: impl Into<String>,
+        environment: impl Into<String>,
+        allocation: impl Into<String>,
+    ) -> Self {
+        Self {
+            tenant_id: tenant.into(),
+            environment_id: environment.into(),
+            allocation_id: allocation.into(),
+        }
+    }
+}
+
 /// Lifecycle of the allocation's compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,8 +4,8 @@
 
 use super::{Runner, actions, ensure, is_mutation};
 use crate::report::Level;
-use sandbox_host::testing::Effect;
 use sandbox_host::contract::labels;
+use sandbox_host::testing::Effect;
 use sandbox_host::types::Error;
 use std::collections::BTreeMap;
 

@@ -138,11 +138,7 @@ async fn load_row(
 /// The allocation `t/e/{allocation}`.
 #[allow(dead_code, reason = "the load bench makes no call")]
 pub(crate) fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("t", "e", allocation)
 }
 
 /// Individual timings of one case, for the medians and p99 the criterion

@@ -5,18 +5,10 @@
 use crate::bindings::oac::sandbox_provider::context;
 use crate::capability::Call;
 use std::time::Instant;
-use wasmtime::component::{HasData, Linker};
 
 /// What a `context` import sees of its call.
 pub(crate) struct View<'a> {
     pub(crate) call: &'a Call,
-}
-
-/// The [`HasData`] marker that links the imports to a [`View`].
-pub(crate) struct Context;
-
-impl HasData for Context {
-    type Data<'a> = View<'a>;
 }
 
 impl context::Host for View<'_> {
@@ -32,10 +24,4 @@ impl context::Host for View<'_> {
     }
 }
 
-/// Links the `context` import, reaching each call's view through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> View<'_>,
-) -> wasmtime::Result<()> {
-    context::add_to_linker::<T, Context>(linker, get)
-}
+linked_through_view!(Context, context);

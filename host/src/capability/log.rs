@@ -9,7 +9,6 @@
 use crate::bindings::oac::sandbox_provider::log::{self, Level};
 use crate::capability::Call;
 use oac_provider_api::secrets::Secrets;
-use wasmtime::component::{HasData, Linker};
 
 /// Fields kept per event.
 pub(crate) const MAX_FIELDS: usize = 16;
@@ -84,13 +83,6 @@ pub(crate) struct View<'a> {
     pub(crate) state: &'a mut State,
 }
 
-/// The [`HasData`] marker that links the imports to a [`View`].
-pub(crate) struct Log;
-
-impl HasData for Log {
-    type Data<'a> = View<'a>;
-}
-
 impl log::Host for View<'_> {
     async fn emit(&mut self, severity: Level, event: String, fields: Vec<(String, String)>) {
         // A pure call (configuration) reaches nothing, not even the
@@ -110,13 +102,7 @@ impl log::Host for View<'_> {
     }
 }
 
-/// Links the `log` import, reaching each call's view through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> View<'_>,
-) -> wasmtime::Result<()> {
-    log::add_to_linker::<T, Log>(linker, get)
-}
+linked_through_view!(Log, log);
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,29 @@
 //! each of them once: in [`Grants`], [`Capabilities`], [`CallCapabilities`],
 //! [`Action`] and [`add_to_linker`].
 
+/// Declares a capability's `HasData` marker, which links its imports to
+/// its `View<'a>`, and its `add_to_linker(linker, get)`, which reaches each
+/// call's view through `get`: the same two items in every capability.
+macro_rules! linked_through_view {
+    ($marker:ident, $($interface:ident)::+) => {
+        /// The `HasData` marker that links the imports to a [`View`].
+        pub(crate) struct $marker;
+
+        impl wasmtime::component::HasData for $marker {
+            type Data<'a> = View<'a>;
+        }
+
+        /// Links the capability's imports, reaching each call's [`View`]
+        /// through `get`.
+        pub(crate) fn add_to_linker<T: Send + 'static>(
+            linker: &mut wasmtime::component::Linker<T>,
+            get: fn(&mut T) -> View<'_>,
+        ) -> wasmtime::Result<()> {
+            $($interface)::+::add_to_linker::<T, $marker>(linker, get)
+        }
+    };
+}
+
 pub(crate) mod boundary;
 mod context;
 pub mod docker;
@@ -42,7 +65,6 @@ pub struct Grants {
     /// HTTP origins the kind's configuration names.
     pub http_endpoint: Option<http::EndpointGrant>,
 }
-
 
 /// What a native request does, by capability: what the boundary's hook
 /// sees.
@@ -262,7 +284,11 @@ pub(crate) struct CallCapabilities {
 
 impl CallCapabilities {
     /// What a call given `input`, to end by `deadline`, holds.
-    pub(crate) fn new(capabilities: SharedCapabilities, input: CallInput, deadline: Instant) -> Self {
+    pub(crate) fn new(
+        capabilities: SharedCapabilities,
+        input: CallInput,
+        deadline: Instant,
+    ) -> Self {
         let CallInput {
             scope,
             secrets,

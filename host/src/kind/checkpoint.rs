@@ -16,6 +16,15 @@ macro_rules! checkpoint_call {
     };
 }
 
+/// Invokes one checkpoint export in `$input`'s scope ([`Kind::invoke_valid`]).
+macro_rules! checkpointed {
+    ($kind:ident, $operation:ident, $input:expr, $valid:ident, $budget:ident, $call:ident ( $($arg:ident),* )) => {
+        $kind
+            .invoke_valid($operation, $input, $valid, $budget, checkpoint_call!($call($($arg),*)))
+            .await
+    };
+}
+
 impl CheckpointProvider for Kind {
     async fn initial(&self, allocation: Reference, budget: Budget) -> Result<Compute, Error> {
         let operation = Operation::Initial;
@@ -76,15 +85,14 @@ impl CheckpointProvider for Kind {
         let valid = input::compute(&incarnation, &allocation);
         let (input, compute): (wit::Reference, wit::Compute) =
             (allocation.clone().into(), incarnation.clone().into());
-        let raw = self
-            .invoke_valid(
-                operation,
-                on(&allocation),
-                valid,
-                budget,
-                checkpoint_call!(call_get_compute(input, compute)),
-            )
-            .await;
+        let raw = checkpointed!(
+            self,
+            operation,
+            on(&allocation),
+            valid,
+            budget,
+            call_get_compute(input, compute)
+        );
         self.finish(operation, raw, |a| {
             police::compute_state(operation, a, &incarnation)
         })
@@ -99,15 +107,7 @@ impl CheckpointProvider for Kind {
         let valid = input::suspend(&request);
         let scope = on(&request.reference);
         let input: wit::SuspendRequest = request.clone().into();
-        let raw = self
-            .invoke_valid(
-                operation,
-                scope,
-                valid,
-                budget,
-                checkpoint_call!(call_suspend(input)),
-            )
-            .await;
+        let raw = checkpointed!(self, operation, scope, valid, budget, call_suspend(input));
         self.finish(operation, raw, |a| police::suspended(a, &request))
     }
 
@@ -116,15 +116,7 @@ impl CheckpointProvider for Kind {
         let valid = input::resume(&request);
         let scope = on(&request.reference);
         let input: wit::ResumeRequest = request.clone().into();
-        let raw = self
-            .invoke_valid(
-                operation,
-                scope,
-                valid,
-                budget,
-                checkpoint_call!(call_resume(input)),
-            )
-            .await;
+        let raw = checkpointed!(self, operation, scope, valid, budget, call_resume(input));
         self.finish(operation, raw, |a| police::resumed(a, &request))
     }
 
@@ -138,15 +130,14 @@ impl CheckpointProvider for Kind {
         let valid = input::existing_compute(&incarnation, &allocation);
         let (input, compute): (wit::Reference, wit::Compute) =
             (allocation.clone().into(), incarnation.clone().into());
-        let raw = self
-            .invoke_valid(
-                operation,
-                on(&allocation),
-                valid,
-                budget,
-                checkpoint_call!(call_resume_compute(input, compute)),
-            )
-            .await;
+        let raw = checkpointed!(
+            self,
+            operation,
+            on(&allocation),
+            valid,
+            budget,
+            call_resume_compute(input, compute)
+        );
         self.finish(operation, raw, |a| police::thawed(a, &incarnation))
     }
 
@@ -160,15 +151,14 @@ impl CheckpointProvider for Kind {
         let valid = input::existing_compute(&incarnation, &allocation);
         let (input, compute): (wit::Reference, wit::Compute) =
             (allocation.clone().into(), incarnation.into());
-        let raw = self
-            .invoke_valid(
-                operation,
-                on(&allocation),
-                valid,
-                budget,
-                checkpoint_call!(call_kill_compute(input, compute)),
-            )
-            .await;
+        let raw = checkpointed!(
+            self,
+            operation,
+            on(&allocation),
+            valid,
+            budget,
+            call_kill_compute(input, compute)
+        );
         self.plain(operation, raw)
     }
 
@@ -182,15 +172,14 @@ impl CheckpointProvider for Kind {
         let valid = input::snapshot(&snapshot, &allocation);
         let (input, snapshot): (wit::Reference, wit::SnapshotIdentity) =
             (allocation.clone().into(), snapshot.into());
-        let raw = self
-            .invoke_valid(
-                operation,
-                on(&allocation),
-                valid,
-                budget,
-                checkpoint_call!(call_delete_snapshot(input, snapshot)),
-            )
-            .await;
+        let raw = checkpointed!(
+            self,
+            operation,
+            on(&allocation),
+            valid,
+            budget,
+            call_delete_snapshot(input, snapshot)
+        );
         self.plain(operation, raw)
     }
 

@@ -6,8 +6,8 @@
 
 use crate::bindings::oac::sandbox_provider::types as wit;
 use crate::call::{self, Aborted};
-use crate::capability::{CallInput, SharedCapabilities};
 use crate::capability::scope::CallScope;
+use crate::capability::{CallInput, SharedCapabilities};
 use crate::credential::{Checked, Handed, Unfit};
 use crate::declaration::{Declaration, Inventory};
 use crate::exports::{Exports, Prepared};

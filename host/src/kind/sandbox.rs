@@ -42,7 +42,9 @@ impl SandboxProvider for Kind {
                 CallInput::from(scope).keeping([credential]),
                 budget,
                 move |p, s| {
-                    Box::pin(async move { p.sandbox_provider(&mut *s)?.call_create(s, &input).await })
+                    Box::pin(
+                        async move { p.sandbox_provider(&mut *s)?.call_create(s, &input).await },
+                    )
                 },
                 self.record_settlement(&allocation),
             )

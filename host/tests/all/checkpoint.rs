@@ -24,11 +24,7 @@ fn budget() -> Budget {
 }
 
 fn reference() -> Reference {
-    Reference {
-        tenant_id: "tenant".into(),
-        environment_id: "env".into(),
-        allocation_id: "alloc".into(),
-    }
+    Reference::new("tenant", "env", "alloc")
 }
 
 fn bootstrap() -> Bootstrap {
@@ -75,15 +71,9 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
         })
         .collect();
     Arc::new(
-        Host::load(
-            runtime(),
-            &table,
-            &plugin_dir(),
-            &bindings,
-            Connect::Capabilities,
-        )
-        .await
-        .expect("checkpointing steerable loads"),
+        load_host(&table, &bindings, Connect::Capabilities)
+            .await
+            .expect("checkpointing steerable loads"),
     )
 }
 

@@ -7,7 +7,7 @@ use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::provider::{ConfigurationProvider, SandboxProvider};
 use sandbox_host::registry::{Grants, Mode};
-use sandbox_host::types::{Configuration, Error, Reference, StoredConfiguration};
+use sandbox_host::types::{Configuration, Error, StoredConfiguration};
 use sandbox_host::{Budget, Host, Registration};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -15,14 +15,6 @@ use std::time::Duration;
 
 fn budget() -> Budget {
     Budget::from_millis(10_000).expect("budget")
-}
-
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    }
 }
 
 /// A loopback server recording the `x-api-key` of every request; `/slow`

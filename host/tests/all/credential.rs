@@ -10,7 +10,7 @@ use crate::support::*;
 use base64::Engine as _;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
-use sandbox_host::types::{Configuration, Error, Reference, Target};
+use sandbox_host::types::{Configuration, Error, Target};
 use sandbox_host::{Budget, Host, ReceiptStore, Registration};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -70,14 +70,6 @@ async fn server() -> (String, Log) {
     };
     let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
     (origin, log)
-}
-
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    }
 }
 
 fn budget() -> Budget {
@@ -395,15 +387,9 @@ async fn a_request_flood_stays_at_the_per_call_cap() {
         ("flooder".to_string(), flood_binding),
         ("docker".to_string(), docker_binding),
     ]);
-    let host = Host::load(
-        runtime(),
-        &[flooder, docker_row],
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("loads");
+    let host = load_host(&[flooder, docker_row], &bindings, Connect::Capabilities)
+        .await
+        .expect("loads");
     let flood = answered(&host, "flooder");
     let create = host.kind("docker").expect("docker").create(
         sandbox_host::types::Bootstrap {

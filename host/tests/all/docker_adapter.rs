@@ -14,7 +14,6 @@ use sandbox_host::types::{
 use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::json;
 use sha2::Digest;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 const CANARY: &str = "canary-daemon-credential-7f3a";
@@ -73,21 +72,11 @@ async fn load_docker(
         docker_socket: Some(socket.to_path_buf()),
         container_policy: Some(policy),
         configuration,
-        credential: None,
-        receipts: None,
-        http_test_network: None,
-        hook: None,
+        ..Default::default()
     };
-    let bindings = BTreeMap::from([("docker".to_string(), binding)]);
-    Host::load(
-        runtime(),
-        &[row],
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("docker kind loads")
+    load_one(row, binding, Connect::Capabilities)
+        .await
+        .expect("docker kind loads")
 }
 
 fn allocation(name: &str) -> Reference {
@@ -95,11 +84,7 @@ fn allocation(name: &str) -> Reference {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    Reference {
-        tenant_id: "tenant".into(),
-        environment_id: "env".into(),
-        allocation_id: format!("{name}-{nanos}"),
-    }
+    Reference::new("tenant", "env", format!("{name}-{nanos}"))
 }
 
 fn bootstrap(reference: &Reference) -> Bootstrap {

@@ -36,11 +36,7 @@ fn names_of(allocation: &str) -> AllocationNames {
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "tenant".into(),
-        environment_id: "env".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("tenant", "env", allocation)
 }
 
 async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {

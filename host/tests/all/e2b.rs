@@ -5,8 +5,8 @@
 use crate::support::*;
 use oac_fixtures::e2b_api::{self, FakeE2b};
 use sandbox_host::ReceiptStore;
-use sandbox_host::testing::TestNetwork;
 use sandbox_host::host::Connect;
+use sandbox_host::testing::TestNetwork;
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
 };
@@ -23,11 +23,7 @@ fn row() -> Registration {
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("t", "e", allocation)
 }
 
 fn budget() -> Budget {

@@ -11,11 +11,7 @@ use sandbox_host::{Budget, Host, ReceiptStore, Registration};
 use serde_json::{Value, json};
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("t", "e", allocation)
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
@@ -32,7 +28,7 @@ fn bootstrap(allocation: &str) -> Bootstrap {
 }
 
 fn budget(ms: u32) -> Budget {
-    Budget::from_millis(ms).expect("budget")
+    budget_ms(ms)
 }
 
 /// The builtin direct steerable row (receipts granted).

@@ -8,9 +8,9 @@
 
 use crate::support::*;
 use bollard::Docker;
-use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::{Value, json};
@@ -19,11 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("t", "e", allocation)
 }
 
 fn budget() -> Budget {

@@ -58,11 +58,7 @@ async fn fetcher_info(
     let host = load_one(registration, binding, Connect::Capabilities)
         .await
         .expect("host loads");
-    let allocation = Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    };
+    let allocation = Reference::new("t", "e", "a");
     host.kind("fetcher")
         .expect("a loaded kind")
         .get_info(allocation, Budget::from_millis(10_000).expect("budget"))
@@ -128,11 +124,7 @@ async fn observations_send_only_reads() {
         .expect("host loads");
     let kind = host.kind("observer").expect("a loaded kind");
     let target = Target {
-        reference: Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: "a".into(),
-        },
+        reference: Reference::new("t", "e", "a"),
         provider_id: None,
     };
     let budget = Budget::from_millis(10_000).expect("budget");

@@ -7,17 +7,9 @@ use crate::support::*;
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
-use sandbox_host::types::{Error, Reference};
+use sandbox_host::types::Error;
 use sandbox_host::{Budget, Host};
 use serde_json::json;
-
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    }
-}
 
 async fn steered(engine: &FakeEngine, action: &str) -> Host {
     steered_with(engine, json!({ "action": action, "volume": "oac-victim" })).await

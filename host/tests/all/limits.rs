@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use sandbox_host::host::Connect;
-use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess, Reference};
+use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess};
 use sandbox_host::{Budget, Host, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -14,14 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-
-fn reference() -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    }
-}
 
 fn bootstrap() -> Bootstrap {
     Bootstrap {
@@ -64,19 +56,13 @@ async fn host() -> Host {
             )
         })
         .collect();
-    Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &bindings,
-        Connect::Offline,
-    )
-    .await
-    .expect("host loads")
+    load_host(&table, &bindings, Connect::Offline)
+        .await
+        .expect("host loads")
 }
 
 fn budget(ms: u32) -> Budget {
-    Budget::from_millis(ms).expect("budget")
+    budget_ms(ms)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

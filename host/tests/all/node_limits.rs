@@ -113,7 +113,7 @@ impl Served {
 }
 
 fn budget(ms: u32) -> Budget {
-    Budget::from_millis(ms).expect("budget")
+    budget_ms(ms)
 }
 
 /// `GET /kinds`, with the token or without.

@@ -5,8 +5,8 @@
 
 use crate::support::*;
 use sandbox_host::ReceiptStore;
-use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::types::{Error, Reference, Target};
 use sandbox_host::{Budget, Registration};
 use serde_json::{Value, json};
@@ -27,11 +27,7 @@ fn direct(kind: &str) -> Registration {
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("t", "e", allocation)
 }
 
 /// Where one steered call runs.

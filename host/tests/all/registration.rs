@@ -22,14 +22,7 @@ async fn outcome(table: Vec<Registration>, socket: Option<&str>) -> Result<Host,
         .iter()
         .map(|row| (row.kind.clone(), binding(socket.map(Into::into), json!({}))))
         .collect::<BTreeMap<_, _>>();
-    Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &bindings,
-        Connect::Offline,
-    )
-    .await
+    load_host(&table, &bindings, Connect::Offline).await
 }
 
 #[tokio::test]
@@ -98,14 +91,7 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
     let connecting = |binding: sandbox_host::NodeBinding| async move {
         let table = vec![missing_component("granted")];
         let bindings = BTreeMap::from([("granted".to_string(), binding)]);
-        Host::load(
-            runtime(),
-            &table,
-            &plugin_dir(),
-            &bindings,
-            Connect::Capabilities,
-        )
-        .await
+        load_host(&table, &bindings, Connect::Capabilities).await
     };
     assert!(matches!(
         connecting(binding(None, json!({}))).await,
@@ -131,14 +117,7 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
         "offline, the binding passes and the missing component is what fails"
     );
     let table = vec![missing_component("unbound")];
-    let outcome = Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &BTreeMap::new(),
-        Connect::Offline,
-    )
-    .await;
+    let outcome = load_host(&table, &BTreeMap::new(), Connect::Offline).await;
     assert!(matches!(outcome, Err(HostError::MissingBinding(kind)) if kind == "unbound"));
 }
 

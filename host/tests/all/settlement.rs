@@ -7,18 +7,17 @@
 //! input the contract refuses, before any native request.
 
 use crate::support::*;
-use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::host::Connect;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry;
+use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
 };
 use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,15 +25,11 @@ use std::time::Duration;
 const TOKEN: &str = "settlement-test-token-0123456789";
 
 fn budget(ms: u32) -> Budget {
-    Budget::from_millis(ms).expect("budget")
+    budget_ms(ms)
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "tenant".into(),
-        environment_id: "env".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("tenant", "env", allocation)
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
@@ -69,21 +64,12 @@ impl Docker {
             docker_socket: Some(engine.socket.clone()),
             container_policy: Some(policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
             configuration: json!({}),
-            credential: None,
-            receipts: None,
-            http_test_network: None,
             hook,
+            ..Default::default()
         };
-        let bindings = BTreeMap::from([("docker".to_string(), binding)]);
-        let host = Host::load(
-            runtime(),
-            &[row],
-            &plugin_dir(),
-            &bindings,
-            Connect::Capabilities,
-        )
-        .await
-        .expect("docker kind loads (run `cargo xtask build-plugins` first)");
+        let host = load_one(row, binding, Connect::Capabilities)
+            .await
+            .expect("docker kind loads (run `cargo xtask build-plugins` first)");
         engine.clear_requests();
         Self {
             host: Arc::new(host),

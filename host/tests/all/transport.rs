@@ -177,15 +177,11 @@ impl Served {
 }
 
 fn budget(ms: u32) -> Budget {
-    Budget::from_millis(ms).expect("budget")
+    budget_ms(ms)
 }
 
 fn reference(allocation: &str) -> Reference {
-    Reference {
-        tenant_id: "tenant".into(),
-        environment_id: "env".into(),
-        allocation_id: allocation.into(),
-    }
+    Reference::new("tenant", "env", allocation)
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
@@ -1194,11 +1190,7 @@ async fn a_pooled_connection_the_node_closed_is_never_reused() {
         client.call(
             "steerable",
             budget(5_000),
-            Call::GetInfo(Reference {
-                tenant_id: "t".into(),
-                environment_id: "e".into(),
-                allocation_id: "reused".into(),
-            }),
+            Call::GetInfo(Reference::new("t", "e", "reused")),
         )
     };
     for _ in 0..3 {

@@ -67,6 +67,9 @@ impl DockerAction {
 
     /// True for requests that delete something (cleanup).
     pub fn is_removal(self) -> bool {
-        matches!(self, DockerAction::ContainerRemove | DockerAction::VolumeRemove)
+        matches!(
+            self,
+            DockerAction::ContainerRemove | DockerAction::VolumeRemove
+        )
     }
 }

@@ -6,7 +6,6 @@ use super::{DockerCall, Fresh, ProvenContainers};
 use crate::bindings::oac::sandbox_provider::docker;
 use crate::capability::Call;
 use crate::capability::boundary::{Effect, ImportCall};
-use wasmtime::component::{HasData, Linker};
 
 /// What one call holds of the Docker capability: the containers it has
 /// proven its own (inspected once per call) and what it made that nothing
@@ -23,21 +22,7 @@ pub(crate) struct View<'a> {
     pub(crate) state: &'a mut State,
 }
 
-/// The [`HasData`] marker that links the imports to a [`View`].
-pub(crate) struct Docker;
-
-impl HasData for Docker {
-    type Data<'a> = View<'a>;
-}
-
-/// Links the `docker` import (ungranted, every function answers `denied`),
-/// reaching each call's view through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> View<'_>,
-) -> wasmtime::Result<()> {
-    docker::add_to_linker::<T, Docker>(linker, get)
-}
+linked_through_view!(Docker, docker);
 
 impl View<'_> {
     /// The Docker broker bound to this call's allocations and deadline,

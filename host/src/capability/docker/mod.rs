@@ -29,8 +29,8 @@ use bollard_stubs::models::{
 };
 use engine::{Body, Engine, EngineError};
 use fresh::Fresh;
-pub(crate) use imports::{State, View, add_to_linker};
 use hyper::Method;
+pub(crate) use imports::{State, View, add_to_linker};
 use inspection::InspectedContainer;
 use oac_provider_api::types::Reference;
 use policy::ContainerPolicy;

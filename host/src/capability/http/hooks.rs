@@ -8,12 +8,14 @@ use super::{
     CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER, HttpAction,
     MAX_BODY_BYTES, is_reserved,
 };
-use crate::capability::{CallCredential, SharedCapabilities};
 use crate::capability::boundary::{Effect, ImportCall, InFlight};
 use crate::capability::scope::Access;
+use crate::capability::{CallCredential, SharedCapabilities};
 use std::sync::Arc;
 use std::time::Instant;
-use wasmtime_wasi_http::{Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiHttpHooks};
+use wasmtime_wasi_http::{
+    Error as HttpError, ForbiddenHeaderFilter, RequestOptions, WasiHttpHooks,
+};
 
 /// A request the policy admitted: its head checked, its body still to be
 /// read from the component and checked before anything is sent.

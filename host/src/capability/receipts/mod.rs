@@ -22,7 +22,6 @@ use oac_contract::bounds::MAX_RECEIPT_BYTES;
 use oac_provider_api::types::Reference;
 use std::sync::Arc;
 use store::{Address, StoreFailure};
-use wasmtime::component::{HasData, Linker};
 
 /// What a registry row grants: whether the kind keeps receipts.
 pub type Grant = bool;
@@ -84,20 +83,7 @@ pub(crate) struct View<'a> {
     pub(crate) call: &'a Call,
 }
 
-/// The [`HasData`] marker that links the imports to a [`View`].
-pub(crate) struct Receipts;
-
-impl HasData for Receipts {
-    type Data<'a> = View<'a>;
-}
-
-/// Links the `receipts` import, reaching each call's view through `get`.
-pub(crate) fn add_to_linker<T: Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> View<'_>,
-) -> wasmtime::Result<()> {
-    receipts::add_to_linker::<T, Receipts>(linker, get)
-}
+linked_through_view!(Receipts, receipts);
 
 /// The owned parts of a record's address.
 struct Owned {

@@ -108,7 +108,11 @@ impl ReceiptStore {
 
     /// Writes `value` at `address` (or removes the record for `None`) and
     /// commits durably.
-    pub(super) fn change(&self, address: Address<'_>, value: Option<&[u8]>) -> Result<(), StoreFailure> {
+    pub(super) fn change(
+        &self,
+        address: Address<'_>,
+        value: Option<&[u8]>,
+    ) -> Result<(), StoreFailure> {
         let write = self
             .database
             .begin_write()

@@ -53,6 +53,30 @@ pub(crate) fn runtime() -> Arc<Runtime> {
         .clone()
 }
 
+/// Loads `table` with `bindings` from the staged components.
+pub(crate) async fn load_host(
+    table: &[Registration],
+    bindings: &BTreeMap<String, NodeBinding>,
+    connect: Connect,
+) -> Result<Host, HostError> {
+    Host::load(runtime(), table, &plugin_dir(), bindings, connect).await
+}
+
+/// A budget of `ms` milliseconds.
+pub(crate) fn budget_ms(ms: u32) -> sandbox_host::Budget {
+    sandbox_host::Budget::from_millis(ms).expect("budget")
+}
+
+/// The allocation most tests serve: tenant `t`, environment `e`,
+/// allocation `a`.
+pub(crate) fn reference() -> sandbox_host::types::Reference {
+    sandbox_host::types::Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    }
+}
+
 /// The builtin steerable row under another kind name.
 pub(crate) fn steerable(kind: &str) -> Registration {
     let row = sandbox_host::registry::builtin()
@@ -136,14 +160,7 @@ pub(crate) async fn load_one(
     connect: Connect,
 ) -> Result<Host, HostError> {
     let bindings = BTreeMap::from([(registration.kind.clone(), binding)]);
-    Host::load(
-        runtime(),
-        &[registration],
-        &plugin_dir(),
-        &bindings,
-        connect,
-    )
-    .await
+    load_host(&[registration], &bindings, connect).await
 }
 
 /// Loads steerable kinds, each steered by its configuration, all granted
@@ -162,15 +179,9 @@ pub(crate) async fn load_steered(
             )
         })
         .collect();
-    Host::load(
-        runtime(),
-        &table,
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads and connects to the engine (run `cargo xtask build-plugins` first)")
+    load_host(&table, &bindings, Connect::Capabilities)
+        .await
+        .expect("host loads and connects to the engine (run `cargo xtask build-plugins` first)")
 }
 
 /// The fixtures' stateful fake Docker Engine as these tests use it: with
