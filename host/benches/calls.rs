@@ -117,8 +117,9 @@ fn calls(c: &mut Criterion) {
             })
         })
     };
-    // The five cases: (criterion's name, the plain run's name, the call).
-    let cases: [(&str, &str, BenchedCall); 5] = [
+    let transport = sandbox_host::testing::DirectEngine::new(engine.socket());
+    // The cases: (criterion's name, the plain run's name, the call).
+    let cases: [(&str, &str, BenchedCall); 6] = [
         (
             "baseline_bare_instantiate_and_empty_call",
             "bare instantiate + empty call",
@@ -164,6 +165,19 @@ fn calls(c: &mut Criterion) {
             "host get-info, one request",
             get_info("capability"),
         ),
+        (
+            "baseline_host_engine_transport_version_direct",
+            "host transport version, direct",
+            {
+                let transport = transport.clone();
+                Arc::new(move || {
+                    let transport = transport.clone();
+                    Box::pin(async move {
+                        assert!(transport.version().await, "version");
+                    })
+                })
+            },
+        ),
     ];
 
     // Medians and p99 of individual calls, the cases alternating in
@@ -190,6 +204,18 @@ fn calls(c: &mut Criterion) {
         ratio(4, 3, 0.50),
         ratio(4, 3, 0.99),
     );
+    // The floor of one request through the host: the same request on the
+    // host's own transport (no Wasm) plus one bare provider instantiation.
+    for (label, q) in [("p50", 0.50), ("p99", 0.99)] {
+        let host = micros(timings[4].percentile(q));
+        let transport = micros(timings[5].percentile(q));
+        let instantiation = micros(timings[1].percentile(q));
+        println!(
+            "one request, {label}: host {host:.1} µs = transport {transport:.1} + bare instantiation \
+             {instantiation:.1} + {:.1} µs of the host's own",
+            host - transport - instantiation
+        );
+    }
     println!();
     print_floor_by_component(&rt, runtime.engine(), rounds, per_round);
 

@@ -221,14 +221,7 @@ pub fn require_native(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Grants, builtin};
-
-    fn row() -> Registration {
-        builtin()
-            .into_iter()
-            .find(|row| row.kind == "steerable")
-            .expect("steerable row")
-    }
+    use crate::registry::{Grants, steerable_row as row};
 
     fn test_policy() -> crate::capability::docker::policy::ContainerPolicy {
         let settings = crate::capability::docker::policy::PolicySettings {

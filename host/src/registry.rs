@@ -346,15 +346,21 @@ pub fn validate_table(table: &[Registration]) -> Result<(), RegistrationError> {
     Ok(())
 }
 
+/// The builtin row of the steerable test component (unit tests).
+#[cfg(test)]
+pub(crate) fn steerable_row() -> Registration {
+    builtin()
+        .into_iter()
+        .find(|row| row.kind == "steerable")
+        .expect("steerable row")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn row() -> Registration {
-        builtin()
-            .into_iter()
-            .find(|row| row.kind == "steerable")
-            .expect("steerable row")
+        steerable_row()
     }
 
     fn field_error(registration: &Registration) -> Option<&'static str> {

@@ -4,10 +4,12 @@
 //! request and may inject one fault per request; through its
 //! `http_test_network` a TLS fixture stands in for a vendor; and
 //! [`load_unpoliced`] lets every answer through as the component gave it,
-//! so the suite judges the component itself.
+//! so the suite judges the component itself. [`DirectEngine`] is the
+//! host's Engine transport alone, the floor benchmarks compare with.
 
 pub use crate::capability::Action;
 pub use crate::capability::boundary::{Effect, Fault, ImportCall, NativeHook, NativeRequest};
+pub use crate::capability::docker::DirectEngine;
 pub use crate::capability::http::TestNetwork;
 
 use crate::binding::NodeBinding;

@@ -7,7 +7,7 @@
 use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Bootstrap, Error, Info, LifecycleState, NetworkAccess, Reference};
-use sandbox_host::{Budget, Host, ReceiptStore, Registration};
+use sandbox_host::{Host, ReceiptStore, Registration};
 use serde_json::{Value, json};
 
 fn reference(allocation: &str) -> Reference {
@@ -25,10 +25,6 @@ fn bootstrap(allocation: &str) -> Bootstrap {
         network_access: NetworkAccess::Disabled,
         allowed_domains: vec![],
     }
-}
-
-fn budget(ms: u32) -> Budget {
-    budget_ms(ms)
 }
 
 /// The builtin direct steerable row (receipts granted).

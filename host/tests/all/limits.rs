@@ -5,7 +5,7 @@
 use crate::support::*;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess};
-use sandbox_host::{Budget, Host, NodeBinding, Registration};
+use sandbox_host::{Host, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -59,10 +59,6 @@ async fn host() -> Host {
     load_host(&table, &bindings, Connect::Offline)
         .await
         .expect("host loads")
-}
-
-fn budget(ms: u32) -> Budget {
-    budget_ms(ms)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

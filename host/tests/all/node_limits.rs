@@ -4,7 +4,6 @@
 //! runs a real `Node::serve` with the steerable component on a fake engine.
 
 use crate::support::*;
-use sandbox_host::Budget;
 use sandbox_host::node_config::{Listen, ListenError, Token};
 use sandbox_host::transport::tls::TlsFiles;
 use sandbox_host::transport::wire::{PROTOCOL_HEADER, PROTOCOL_VERSION};
@@ -110,10 +109,6 @@ impl Served {
         assert!(served.is_ok(), "the server stops cleanly: {served:?}");
         stopping.elapsed()
     }
-}
-
-fn budget(ms: u32) -> Budget {
-    budget_ms(ms)
 }
 
 /// `GET /kinds`, with the token or without.

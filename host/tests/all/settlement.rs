@@ -16,17 +16,13 @@ use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
 };
-use sandbox_host::{Budget, Host, NodeBinding};
+use sandbox_host::{Host, NodeBinding};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
 const TOKEN: &str = "settlement-test-token-0123456789";
-
-fn budget(ms: u32) -> Budget {
-    budget_ms(ms)
-}
 
 fn reference(allocation: &str) -> Reference {
     Reference::new("tenant", "env", allocation)

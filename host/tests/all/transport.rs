@@ -4,6 +4,7 @@
 //! ran natively.
 
 use crate::support::*;
+use sandbox_host::Host;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::wire::{
@@ -17,7 +18,6 @@ use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
     UnsupportedOperation,
 };
-use sandbox_host::{Budget, Host};
 use sandbox_host::{Kind, types::Diagnostic, types::Target};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -174,10 +174,6 @@ impl Served {
             "the socket is removed on the way out"
         );
     }
-}
-
-fn budget(ms: u32) -> Budget {
-    budget_ms(ms)
 }
 
 fn reference(allocation: &str) -> Reference {

@@ -56,6 +56,28 @@ pub type Grant = bool;
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);
 use oac_contract::bounds::{MAX_OUTPUT_BYTES, MAX_STDIN_BYTES};
 
+/// The host's own Engine transport alone, without Wasm, broker, policy or
+/// boundary: what one Engine request costs natively, the floor the calls
+/// benchmark measures the host against.
+#[derive(Clone)]
+pub struct DirectEngine(Engine);
+
+impl DirectEngine {
+    /// A transport to the engine at `socket` (nothing is dialled yet).
+    pub fn new(socket: &Path) -> Self {
+        Self(Engine::new(socket))
+    }
+
+    /// `GET /version` under the pinned API, decoded as the capability
+    /// decodes it; whether it answered.
+    pub async fn version(&self) -> bool {
+        self.0
+            .json::<SystemVersion>(Method::GET, &["version"], &[], Body::Empty)
+            .await
+            .is_ok()
+    }
+}
+
 /// Why the capability cannot be constructed for a node. No native text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DockerConnectError {

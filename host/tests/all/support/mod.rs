@@ -63,7 +63,7 @@ pub(crate) async fn load_host(
 }
 
 /// A budget of `ms` milliseconds.
-pub(crate) fn budget_ms(ms: u32) -> sandbox_host::Budget {
+pub(crate) fn budget(ms: u32) -> sandbox_host::Budget {
     sandbox_host::Budget::from_millis(ms).expect("budget")
 }
 
