@@ -95,11 +95,13 @@ impl Component {
             }
             Component::Docker => {
                 let kinds = [("slow", json!({}))];
-                common::load_builtin(runtime, "docker", socket, &kinds, Some(1024)).await
+                let row = common::builtin_row("docker");
+                common::load_row(runtime, row, socket, &kinds, Some(1024)).await
             }
             Component::OneRequest => {
                 let kinds = [("slow", json!({}))];
-                common::load_one_request(runtime, socket, &kinds, Some(1024)).await
+                let row = common::one_request_row();
+                common::load_row(runtime, row, socket, &kinds, Some(1024)).await
             }
         }
     }

@@ -29,25 +29,9 @@ pub(crate) async fn load_steered(
     kinds: &[(&str, serde_json::Value)],
     max_concurrent_calls: Option<u32>,
 ) -> Host {
-    load_builtin(runtime, "steerable", socket, kinds, max_concurrent_calls).await
-}
-
-/// The bench-only `one-request` component (`one_request.wasm`, staged with
-/// the others), registered as the steerable kind's row is, under each of
-/// `kinds`; its configuration must be `{}` (it reads none).
-#[allow(dead_code, reason = "only the scale bench loads it")]
-pub(crate) async fn load_one_request(
-    runtime: Arc<Runtime>,
-    socket: &Path,
-    kinds: &[(&str, serde_json::Value)],
-    max_concurrent_calls: Option<u32>,
-) -> Host {
     load_row(
         runtime,
-        Registration {
-            component: "one_request.wasm".into(),
-            ..builtin_row("steerable")
-        },
+        builtin_row("steerable"),
         socket,
         kinds,
         max_concurrent_calls,
@@ -55,37 +39,29 @@ pub(crate) async fn load_one_request(
     .await
 }
 
+/// The bench-only `one-request` component (`one_request.wasm`, staged with
+/// the others), registered as the steerable kind's row is; its
+/// configuration must be `{}` (it reads none).
+#[allow(dead_code, reason = "only the scale bench loads it")]
+pub(crate) fn one_request_row() -> Registration {
+    Registration {
+        component: "one_request.wasm".into(),
+        ..builtin_row("steerable")
+    }
+}
+
 /// The registry table's row for `kind`.
-fn builtin_row(kind: &str) -> Registration {
+pub(crate) fn builtin_row(kind: &str) -> Registration {
     registry::builtin()
         .into_iter()
         .find(|row| row.kind == kind)
         .expect("the builtin table has the kind")
 }
 
-/// The builtin kind `builtin`'s component under each of `kinds`, granted
-/// the engine at `socket`; `max_concurrent_calls` replaces the registry
-/// row's own.
-pub(crate) async fn load_builtin(
-    runtime: Arc<Runtime>,
-    builtin: &str,
-    socket: &Path,
-    kinds: &[(&str, serde_json::Value)],
-    max_concurrent_calls: Option<u32>,
-) -> Host {
-    load_row(
-        runtime,
-        builtin_row(builtin),
-        socket,
-        kinds,
-        max_concurrent_calls,
-    )
-    .await
-}
-
 /// `row`'s component under each of `kinds` (the row renamed to each),
-/// granted the engine at `socket`.
-async fn load_row(
+/// granted the engine at `socket`; `max_concurrent_calls` replaces the
+/// row's own.
+pub(crate) async fn load_row(
     runtime: Arc<Runtime>,
     mut row: Registration,
     socket: &Path,

@@ -77,6 +77,20 @@ impl World {
     fn kind(&self) -> &sandbox_host::Kind {
         self.host.kind("e2b").expect("kind")
     }
+
+    /// Creates `allocation`'s sandbox; its id.
+    async fn created(&self, allocation: &str) -> String {
+        created_id(self.kind(), allocation).await
+    }
+}
+
+/// Creates `allocation`'s sandbox through `kind`; its id.
+async fn created_id(kind: &sandbox_host::Kind, allocation: &str) -> String {
+    kind.create(bootstrap(allocation), budget())
+        .await
+        .expect("created")
+        .provider_id
+        .expect("id")
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
@@ -233,11 +247,7 @@ async fn receipts_find_the_sandbox_after_a_restart() {
         let store = ReceiptStore::open(dir.path()).expect("store");
         let host = load(&fake, &store).await;
         let kind = host.kind("e2b").expect("kind");
-        let created = kind
-            .create(bootstrap("a"), budget())
-            .await
-            .expect("created");
-        created.provider_id.expect("id")
+        created_id(kind, "a").await
     };
     // Another host on the same state directory: the receipt names the
     // sandbox, so GetInfo reads it by id without listing.
@@ -396,12 +406,7 @@ async fn a_create_whose_answer_never_comes_is_unknown_and_never_resent() {
 async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unknown() {
     let world = World::start().await;
     let (fake, kind) = (&world.fake, world.kind());
-    let id = kind
-        .create(bootstrap("a"), budget())
-        .await
-        .expect("created")
-        .provider_id
-        .expect("id");
+    let id = world.created("a").await;
 
     fake.cut_next_command_stream();
     assert_eq!(
