@@ -5,7 +5,6 @@
 //! operation did not make are refused on both paths; checkpoint input the
 //! contract refuses is `invalid` before any request.
 
-use crate::settlement::Served;
 use crate::support::*;
 use oac_fixtures::vendor_api::FakeVendor;
 use sandbox_host::host::Connect;
@@ -236,9 +235,9 @@ async fn suspend_and_resume_work_through_exact_incarnations_on_both_paths() {
     .await;
     let vendor = FakeVendor::start().await.expect("vendor");
     let host = load(&vendor, &[("checkpointing", json!({}))]).await;
-    let served = Served::start(host).await;
+    let served = TestNode::builder(host).start().await;
     walk(
-        &served.proxy_of("checkpointing").await,
+        &served.proxy("checkpointing").await,
         &vendor,
         "through the node",
     )
@@ -257,11 +256,11 @@ async fn answers_about_another_incarnation_or_capture_are_refused_on_both_paths(
     let kinds: Vec<(&str, serde_json::Value)> =
         kinds.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let host = load(&vendor, &kinds).await;
-    let served = Served::start(host.clone()).await;
+    let served = TestNode::builder(host.clone()).start().await;
     for lie in lies {
         let kind = format!("lie-{lie}");
         let local = host.kind(&kind).expect("kind");
-        let remote = served.proxy_of(&kind).await;
+        let remote = served.proxy(&kind).await;
         let reference = Reference {
             allocation_id: format!("alloc-{lie}"),
             ..reference()

@@ -12,7 +12,7 @@ use sandbox_host::transport::{
     ServeError, TlsEndpoint, TransportError,
 };
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
@@ -20,11 +20,15 @@ const TOKEN: &str = "node-limits-test-token-0123456789";
 
 /// A node serving one steerable kind, `plain`.
 struct Served {
-    socket: PathBuf,
-    _dir: tempfile::TempDir,
+    node: TestNode,
     engine: FakeEngine,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), ServeError>>,
+}
+
+impl std::ops::Deref for Served {
+    type Target = TestNode;
+    fn deref(&self) -> &TestNode {
+        &self.node
+    }
 }
 
 fn write_private(path: &Path, contents: &[u8]) {
@@ -37,17 +41,17 @@ fn write_private(path: &Path, contents: &[u8]) {
 /// `client` (`None`: a client on the Unix socket).
 async fn serve(
     limits: ConnectionLimits,
-    listen: impl FnOnce(&Path) -> Option<Listen>,
-    ready: impl FnOnce(&Path) -> Option<Endpoint>,
+    listen: impl FnOnce(&Path) -> Option<Listen> + 'static,
+    ready: impl FnOnce(&Path) -> Option<Endpoint> + 'static,
 ) -> Served {
-    serve_with(|node| node.with_limits(limits), listen, ready).await
+    serve_with(move |node| node.with_limits(limits), listen, ready).await
 }
 
 /// [`serve`], with the node set up by `set_up`.
 async fn serve_with(
-    set_up: impl FnOnce(Node) -> Node,
-    listen: impl FnOnce(&Path) -> Option<Listen>,
-    ready: impl FnOnce(&Path) -> Option<Endpoint>,
+    set_up: impl FnOnce(Node) -> Node + 'static,
+    listen: impl FnOnce(&Path) -> Option<Listen> + 'static,
+    ready: impl FnOnce(&Path) -> Option<Endpoint> + 'static,
 ) -> Served {
     let engine = FakeEngine::start().await;
     let kinds = [(
@@ -55,57 +59,21 @@ async fn serve_with(
         serde_json::json!({ "declaration": "valid", "action": "none", "volume": "vol-x" }),
     )];
     let host = std::sync::Arc::new(load_steered(&engine.socket, &kinds).await);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("node.sock");
-    write_private(&dir.path().join("token"), TOKEN.as_bytes());
-    let token = Token::read(&dir.path().join("token")).expect("token");
-    let listen = listen(dir.path()).unwrap_or(Listen {
-        unix: Some(socket.clone()),
-        ..Listen::default()
-    });
-    let endpoint = ready(dir.path()).unwrap_or(Endpoint::Unix(socket.clone()));
-    let node = set_up(Node::new(host, token, 64));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(async move {
-        node.serve(&listen, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
-    let client = NodeClient::new(&endpoint, TOKEN).expect("client");
-    for _ in 0..300 {
-        if client.kinds(budget(1_000)).await.is_ok() {
-            return Served {
-                socket,
-                _dir: dir,
-                engine,
-                stop: Some(stop),
-                served,
-            };
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the node did not start serving");
+    let node = TestNode::builder(host)
+        .token(TOKEN)
+        .set_up(set_up)
+        .listen(listen)
+        .ready(ready)
+        .start()
+        .await;
+    Served { node, engine }
 }
 
 impl Served {
-    fn client(&self) -> NodeClient {
-        NodeClient::new(&Endpoint::Unix(self.socket.clone()), TOKEN).expect("client")
-    }
-
-    async fn connect(&self) -> tokio::net::UnixStream {
-        tokio::net::UnixStream::connect(&self.socket)
-            .await
-            .expect("connect")
-    }
-
     /// Stops the node; returns how long that took.
-    async fn stop(mut self) -> Duration {
+    async fn stop(self) -> Duration {
         let stopping = Instant::now();
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let served = (&mut self.served).await.expect("server task");
+        let served = self.node.stop().await;
         assert!(served.is_ok(), "the server stops cleanly: {served:?}");
         stopping.elapsed()
     }
@@ -366,14 +334,14 @@ async fn a_peer_holds_at_most_its_share_of_tcp_connections() {
     drop(free);
     let node = serve(
         ConnectionLimits::default(),
-        |_| {
+        move |_| {
             Some(Listen {
                 tcp: Some(address),
                 max_connections_per_peer: Some(4),
                 ..Listen::default()
             })
         },
-        |_| Some(Endpoint::Tcp(address)),
+        move |_| Some(Endpoint::Tcp(address)),
     )
     .await;
     // Let the readiness client's pooled connection go.
@@ -411,7 +379,7 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
     // Room for three requests declaring 50 MiB of stdin (as base64 in JSON).
     let declared = (50 << 20) * 4 / 3 + 4096;
     let node = serve_with(
-        |node| {
+        move |node| {
             node.with_limits(limits)
                 .with_request_body_budget(3 * declared + declared / 2)
         },

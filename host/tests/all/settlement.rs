@@ -8,21 +8,17 @@
 
 use crate::support::*;
 use sandbox_host::host::Connect;
-use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry;
 use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
-use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider};
+use sandbox_host::transport::RemoteProvider;
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
 };
 use sandbox_host::{Host, NodeBinding};
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
-
-const TOKEN: &str = "settlement-test-token-0123456789";
 
 fn reference(allocation: &str) -> Reference {
     Reference::new("tenant", "env", allocation)
@@ -86,74 +82,13 @@ impl Docker {
     }
 }
 
-/// A node serving a host on a Unix socket, until dropped.
-pub(crate) struct Served {
-    client: NodeClient,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Served {
-    pub(crate) async fn start(host: Arc<Host>) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("node.sock");
-        let token_path = dir.path().join("token");
-        std::fs::write(&token_path, TOKEN).expect("token");
-        std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
-        let token = Token::read(&token_path).expect("token");
-        let node = Node::new(host, token, 64);
-        let listen = Listen {
-            unix: Some(socket.clone()),
-            ..Listen::default()
-        };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            node.serve(&listen, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        let client = NodeClient::new(&Endpoint::Unix(socket), TOKEN).expect("client");
-        for _ in 0..200 {
-            if client.kinds(budget(1_000)).await.is_ok() {
-                return Self {
-                    client,
-                    stop: Some(stop),
-                    _dir: dir,
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the node did not start serving");
-    }
-
-    async fn proxy(&self) -> RemoteProvider {
-        self.proxy_of("docker").await
-    }
-
-    pub(crate) async fn proxy_of(&self, kind: &str) -> RemoteProvider {
-        RemoteProvider::connect(self.client.clone(), kind, budget(5_000))
-            .await
-            .expect("proxy")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
 /// The provider under test: the in-process kind, or the proxy to a node.
 async fn each_path(test: impl AsyncFn(&Docker, &dyn Provider, &str)) {
     let local = Docker::start(None).await;
     test(&local, &InProcess(local.host.clone()), "in-process").await;
     let remote = Docker::start(None).await;
-    let served = Served::start(remote.host.clone()).await;
-    let proxy = served.proxy().await;
+    let served = TestNode::builder(remote.host.clone()).start().await;
+    let proxy = served.proxy("docker").await;
     test(&remote, &Remote(proxy), "through the node").await;
 }
 
@@ -325,8 +260,8 @@ async fn a_queued_mutation_whose_budget_ends_never_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_after_a_lost_create_response() {
     let docker = Docker::start(None).await;
-    let served = Served::start(docker.host.clone()).await;
-    let proxy = served.proxy().await;
+    let served = TestNode::builder(docker.host.clone()).start().await;
+    let proxy = served.proxy("docker").await;
     let hold = docker.engine.hold("PUT", "/archive");
     let lost = tokio::time::timeout(
         Duration::from_millis(500),
@@ -335,7 +270,7 @@ async fn cleanup_after_a_lost_create_response() {
     let (lost, ()) = tokio::join!(lost, hold.arrived(1));
     assert!(lost.is_err(), "the caller left before the answer");
     let seen = tokio::spawn({
-        let proxy = served.proxy().await;
+        let proxy = served.proxy("docker").await;
         async move { proxy.get_info(reference("a"), budget(10_000)).await }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -4,8 +4,7 @@
 //! ran natively.
 
 use crate::support::*;
-use sandbox_host::Host;
-use sandbox_host::node_config::{Listen, Token};
+use sandbox_host::node_config::Listen;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::wire::{
     self, Call, MAX_REQUEST_BYTES, Outcome, PROTOCOL_HEADER, PROTOCOL_VERSION, READ_TIMEOUT,
@@ -21,7 +20,6 @@ use sandbox_host::types::{
 use sandbox_host::{Kind, types::Diagnostic, types::Target};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,20 +29,22 @@ const TOKEN: &str = "transport-test-token-0123456789";
 
 /// A node serving steerable kinds on a Unix socket, with its fake engine.
 struct Served {
-    socket: PathBuf,
-    token: Token,
-    host: Arc<Host>,
+    node: TestNode,
     engine: FakeEngine,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), sandbox_host::transport::ServeError>>,
-    _dir: tempfile::TempDir,
 }
 
-fn token_in(dir: &std::path::Path) -> Token {
+impl std::ops::Deref for Served {
+    type Target = TestNode;
+    fn deref(&self) -> &TestNode {
+        &self.node
+    }
+}
+
+fn token_in(dir: &std::path::Path) -> sandbox_host::node_config::Token {
     let path = dir.join("token");
     std::fs::write(&path, TOKEN).expect("token");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    Token::read(&path).expect("token")
+    sandbox_host::node_config::Token::read(&path).expect("token")
 }
 
 /// Serves steerable kinds, each steered by its configuration.
@@ -58,7 +58,7 @@ async fn serve_on(
     tcp: Option<std::net::SocketAddr>,
     read_timeout: Duration,
 ) -> Served {
-    serve_set_up(kinds, max_in_flight, tcp, |node| {
+    serve_set_up(kinds, max_in_flight, tcp, move |node| {
         node.with_read_timeout(read_timeout)
     })
     .await
@@ -69,72 +69,27 @@ async fn serve_set_up(
     kinds: &[(&str, serde_json::Value)],
     max_in_flight: u32,
     tcp: Option<std::net::SocketAddr>,
-    set_up: impl FnOnce(Node) -> Node,
+    set_up: impl FnOnce(Node) -> Node + 'static,
 ) -> Served {
     let engine = FakeEngine::start().await;
     let host = Arc::new(crate::support::load_steered(&engine.socket, kinds).await);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("node.sock");
-    let token = token_in(dir.path());
-    let listen = match tcp {
-        Some(address) => Listen {
-            tcp: Some(address),
-            ..Listen::default()
-        },
-        None => Listen {
-            unix: Some(socket.clone()),
-            ..Listen::default()
-        },
-    };
-    let node = set_up(Node::new(host.clone(), token.clone(), max_in_flight));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(async move {
-        node.serve(&listen, async {
-            let _ = stopped.await;
+    let node = TestNode::builder(host)
+        .token(TOKEN)
+        .max_in_flight(max_in_flight)
+        .set_up(set_up)
+        .listen(move |_| {
+            tcp.map(|address| Listen {
+                tcp: Some(address),
+                ..Listen::default()
+            })
         })
-        .await
-    });
-    let served = Served {
-        socket,
-        token,
-        host,
-        engine,
-        stop: Some(stop),
-        served,
-        _dir: dir,
-    };
-    let client = served.client_at(&served.endpoint(tcp));
-    for _ in 0..200 {
-        if client.kinds(budget(1_000)).await.is_ok() {
-            return served;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the node did not start serving");
+        .ready(move |_| tcp.map(Endpoint::Tcp))
+        .start()
+        .await;
+    Served { node, engine }
 }
 
 impl Served {
-    fn endpoint(&self, tcp: Option<std::net::SocketAddr>) -> Endpoint {
-        match tcp {
-            Some(address) => Endpoint::Tcp(address),
-            None => Endpoint::Unix(self.socket.clone()),
-        }
-    }
-
-    fn client_at(&self, endpoint: &Endpoint) -> NodeClient {
-        NodeClient::new(endpoint, self.token.expose()).expect("client")
-    }
-
-    fn client(&self) -> NodeClient {
-        self.client_at(&Endpoint::Unix(self.socket.clone()))
-    }
-
-    async fn proxy(&self, kind: &str) -> RemoteProvider {
-        RemoteProvider::connect(self.client(), kind, budget(5_000))
-            .await
-            .expect("proxy")
-    }
-
     fn local(&self, kind: &str) -> &Kind {
         self.host.kind(kind).expect("local kind")
     }
@@ -163,16 +118,11 @@ impl Served {
         (status, serde_json::from_slice(&body).expect("JSON body"))
     }
 
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let served = (&mut self.served).await.expect("server task");
+    async fn stop(self) {
+        let socket = self.node.socket.clone();
+        let served = self.node.stop().await;
         assert!(served.is_ok(), "the server stops cleanly");
-        assert!(
-            !self.socket.exists(),
-            "the socket is removed on the way out"
-        );
+        assert!(!socket.exists(), "the socket is removed on the way out");
     }
 }
 
@@ -790,7 +740,7 @@ async fn an_operation_outlives_the_connection_dropped_under_it() {
         &[("spin", steer("loop")), ("quick", steer("none"))],
         1,
         None,
-        |node| node.with_limits(limits),
+        move |node| node.with_limits(limits),
     )
     .await;
     let client = node.client();

@@ -17,7 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 pub(crate) const INSTALLATION: &str = "inst-test";
 
+pub(crate) mod node;
 pub(crate) mod proxy;
+pub(crate) use node::TestNode;
 pub(crate) use oac_fixtures::docker_engine::FakeDockerEngine;
 pub(crate) use oac_fixtures::runtime_image;
 

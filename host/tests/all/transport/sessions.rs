@@ -214,7 +214,7 @@ async fn serve_retiring_after(lifetime: Duration) -> Served {
         max_lifetime: lifetime,
         ..ConnectionLimits::default()
     };
-    serve_set_up(&[("plain", steer("none"))], 8, None, |node| {
+    serve_set_up(&[("plain", steer("none"))], 8, None, move |node| {
         node.with_limits(limits)
     })
     .await
