@@ -10,7 +10,7 @@ use sandbox_host::registry::{Grants, Mode};
 use sandbox_host::types::{Configuration, Error, StoredConfiguration};
 use sandbox_host::{Budget, Host, Registration};
 use serde_json::json;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn budget() -> Budget {
@@ -19,31 +19,25 @@ fn budget() -> Budget {
 
 /// A loopback server recording the `x-api-key` of every request; `/slow`
 /// answers after 600 ms, and records that it did.
-async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let recorded = seen.clone();
-    let handler = move |request: axum::extract::Request| {
-        let recorded = recorded.clone();
-        async move {
-            let key = request
-                .headers()
-                .get("x-api-key")
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or("-")
-                .to_string();
-            recorded.lock().expect("lock").push(key.clone());
-            if request.uri().path() == "/slow" {
-                tokio::time::sleep(Duration::from_millis(600)).await;
-                recorded
-                    .lock()
-                    .expect("lock")
-                    .push(format!("{key} answered"));
-            }
-            "ok"
+async fn server() -> (String, Recorded) {
+    recording_server(|request, recorded| async move {
+        let key = request
+            .headers()
+            .get("x-api-key")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("-")
+            .to_string();
+        recorded.lock().expect("lock").push(key.clone());
+        if request.uri().path() == "/slow" {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            recorded
+                .lock()
+                .expect("lock")
+                .push(format!("{key} answered"));
         }
-    };
-    let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
-    (origin, seen)
+        axum::response::IntoResponse::into_response("ok")
+    })
+    .await
 }
 
 /// The credential object of a steerable direct kind, with `key` as its

@@ -11,24 +11,18 @@ use std::sync::{Arc, Mutex};
 
 /// A loopback HTTP server recording request paths; `/redirect` answers 302
 /// to `/target`.
-async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
+async fn server() -> (String, Recorded) {
     use axum::response::IntoResponse;
-    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let recorded = seen.clone();
-    let handler = move |request: axum::extract::Request| {
-        let recorded = recorded.clone();
-        async move {
-            let path = request.uri().path().to_string();
-            recorded.lock().expect("lock").push(path.clone());
-            if path == "/redirect" {
-                (axum::http::StatusCode::FOUND, [("location", "/target")], "").into_response()
-            } else {
-                (axum::http::StatusCode::OK, "hello").into_response()
-            }
+    recording_server(|request, recorded| async move {
+        let path = request.uri().path().to_string();
+        recorded.lock().expect("lock").push(path.clone());
+        if path == "/redirect" {
+            (axum::http::StatusCode::FOUND, [("location", "/target")], "").into_response()
+        } else {
+            (axum::http::StatusCode::OK, "hello").into_response()
         }
-    };
-    let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
-    (origin, seen)
+    })
+    .await
 }
 
 async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Error> {

@@ -19,17 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 const TOKEN: &str = "node-limits-test-token-0123456789";
 
 /// A node serving one steerable kind, `plain`.
-struct Served {
-    node: TestNode,
-    engine: FakeEngine,
-}
-
-impl std::ops::Deref for Served {
-    type Target = TestNode;
-    fn deref(&self) -> &TestNode {
-        &self.node
-    }
-}
+type Served = EngineNode;
 
 fn write_private(path: &Path, contents: &[u8]) {
     std::fs::write(path, contents).expect("write");
@@ -66,17 +56,7 @@ async fn serve_with(
         .ready(ready)
         .start()
         .await;
-    Served { node, engine }
-}
-
-impl Served {
-    /// Stops the node; returns how long that took.
-    async fn stop(self) -> Duration {
-        let stopping = Instant::now();
-        let served = self.node.stop().await;
-        assert!(served.is_ok(), "the server stops cleanly: {served:?}");
-        stopping.elapsed()
-    }
+    EngineNode { node, engine }
 }
 
 /// `GET /kinds`, with the token or without.

@@ -28,17 +28,7 @@ mod sessions;
 const TOKEN: &str = "transport-test-token-0123456789";
 
 /// A node serving steerable kinds on a Unix socket, with its fake engine.
-struct Served {
-    node: TestNode,
-    engine: FakeEngine,
-}
-
-impl std::ops::Deref for Served {
-    type Target = TestNode;
-    fn deref(&self) -> &TestNode {
-        &self.node
-    }
-}
+type Served = EngineNode;
 
 fn token_in(dir: &std::path::Path) -> sandbox_host::node_config::Token {
     let path = dir.join("token");
@@ -86,10 +76,10 @@ async fn serve_set_up(
         .ready(move |_| tcp.map(Endpoint::Tcp))
         .start()
         .await;
-    Served { node, engine }
+    EngineNode { node, engine }
 }
 
-impl Served {
+impl EngineNode {
     fn local(&self, kind: &str) -> &Kind {
         self.host.kind(kind).expect("local kind")
     }
@@ -116,13 +106,6 @@ impl Served {
         let status = response.status().as_u16();
         let body = response.bytes().await.expect("body");
         (status, serde_json::from_slice(&body).expect("JSON body"))
-    }
-
-    async fn stop(self) {
-        let socket = self.node.socket.clone();
-        let served = self.node.stop().await;
-        assert!(served.is_ok(), "the server stops cleanly");
-        assert!(!socket.exists(), "the socket is removed on the way out");
     }
 }
 

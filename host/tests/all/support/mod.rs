@@ -19,7 +19,7 @@ pub(crate) const INSTALLATION: &str = "inst-test";
 
 pub(crate) mod node;
 pub(crate) mod proxy;
-pub(crate) use node::TestNode;
+pub(crate) use node::{EngineNode, TestNode};
 pub(crate) use oac_fixtures::docker_engine::FakeDockerEngine;
 pub(crate) use oac_fixtures::runtime_image;
 
@@ -247,4 +247,21 @@ pub(crate) async fn serve_on_loopback(router: axum::Router) -> String {
         let _ = axum::serve(listener, router).await;
     });
     origin
+}
+
+/// What a recording server has written down, in order.
+pub(crate) type Recorded = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A loopback server that hands every request, with what it has recorded,
+/// to `answer`; its origin and the record.
+pub(crate) async fn recording_server<F, A>(answer: F) -> (String, Recorded)
+where
+    F: Fn(axum::extract::Request, Recorded) -> A + Clone + Send + Sync + 'static,
+    A: Future<Output = axum::response::Response> + Send + 'static,
+{
+    let seen = Recorded::default();
+    let recorded = seen.clone();
+    let handler = move |request: axum::extract::Request| answer(request, recorded.clone());
+    let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
+    (origin, seen)
 }

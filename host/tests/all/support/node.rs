@@ -168,3 +168,30 @@ impl TestNodeBuilder {
         panic!("the node did not start serving");
     }
 }
+
+/// A node serving kinds whose engine is the fixtures' fake one, which
+/// lives as long as the node.
+pub(crate) struct EngineNode {
+    pub(crate) node: TestNode,
+    pub(crate) engine: super::FakeEngine,
+}
+
+impl std::ops::Deref for EngineNode {
+    type Target = TestNode;
+    fn deref(&self) -> &TestNode {
+        &self.node
+    }
+}
+
+impl EngineNode {
+    /// Stops the node, which must end cleanly and remove its socket; how
+    /// long stopping took.
+    pub(crate) async fn stop(self) -> Duration {
+        let stopping = std::time::Instant::now();
+        let socket = self.node.socket.clone();
+        let served = self.node.stop().await;
+        assert!(served.is_ok(), "the server stops cleanly: {served:?}");
+        assert!(!socket.exists(), "the socket is removed on the way out");
+        stopping.elapsed()
+    }
+}
