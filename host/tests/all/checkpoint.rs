@@ -70,7 +70,8 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
         })
         .collect();
     Arc::new(
-        load_host(&table, &bindings, Connect::Capabilities)
+        TestHost::table(&table, &bindings)
+            .load(Connect::Capabilities)
             .await
             .expect("checkpointing steerable loads"),
     )

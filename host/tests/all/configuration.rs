@@ -71,7 +71,10 @@ async fn load(
     };
     let mut binding = binding(None, steering);
     binding.credential = credential.map(key);
-    load_one(registration, binding, Connect::Capabilities).await
+    TestHost::new()
+        .kind(registration, binding)
+        .load(Connect::Capabilities)
+        .await
 }
 
 #[tokio::test]
@@ -227,7 +230,10 @@ async fn a_credential_that_does_not_fit_its_shape_is_invalid() {
     };
     let mut unfit = binding(None, json!({}));
     unfit.credential = Some("s3cret".into());
-    let refused = load_one(registration, unfit, Connect::Capabilities).await;
+    let refused = TestHost::new()
+        .kind(registration, unfit)
+        .load(Connect::Capabilities)
+        .await;
     let error = refused.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(error.contains("invalid credential"), "{error}");
     assert!(!error.contains("s3cret"));

@@ -112,7 +112,9 @@ async fn with_store(registration: Registration, steering: Value, store: &Receipt
     let mut binding = binding(None, steering);
     binding.credential = Some(credential());
     binding.receipts = Some(store.clone());
-    load_one(registration, binding, Connect::Capabilities)
+    TestHost::new()
+        .kind(registration, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("host loads")
 }
@@ -245,7 +247,9 @@ async fn a_selection_showing_the_candidate_is_refused() {
     let steering = json!({ "declaration": "verifying", "url": format!("{origin}/templates") });
     let mut binding = binding(None, steering);
     binding.credential = Some(credential());
-    let host = load_one(registration, binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(registration, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("loads");
     let kind = host.kind("selector").expect("kind");
@@ -297,13 +301,14 @@ async fn configuration_calls_reach_no_capability() {
 
     // A node kind granted Docker: not even a read of the engine.
     let engine = FakeEngine::start().await;
-    let host = load_one(
-        steerable("node-configured"),
-        binding(Some(engine.socket.clone()), json!({ "action": "reach" })),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("loads");
+    let host = TestHost::new()
+        .kind(
+            steerable("node-configured"),
+            binding(Some(engine.socket.clone()), json!({ "action": "reach" })),
+        )
+        .load(Connect::Capabilities)
+        .await
+        .expect("loads");
     let decoded = host
         .kind("node-configured")
         .expect("kind")
@@ -387,7 +392,8 @@ async fn a_request_flood_stays_at_the_per_call_cap() {
         ("flooder".to_string(), flood_binding),
         ("docker".to_string(), docker_binding),
     ]);
-    let host = load_host(&[flooder, docker_row], &bindings, Connect::Capabilities)
+    let host = TestHost::table(&[flooder, docker_row], &bindings)
+        .load(Connect::Capabilities)
         .await
         .expect("loads");
     let flood = answered(&host, "flooder");
@@ -455,13 +461,14 @@ async fn the_daemon_credential_never_goes_into_a_command_or_environment() {
         } else {
             "/containers/create"
         };
-        let host = load_one(
-            steerable("steerable"),
-            binding(Some(engine.socket.clone()), steering.clone()),
-            Connect::Capabilities,
-        )
-        .await
-        .expect("loads");
+        let host = TestHost::new()
+            .kind(
+                steerable("steerable"),
+                binding(Some(engine.socket.clone()), steering.clone()),
+            )
+            .load(Connect::Capabilities)
+            .await
+            .expect("loads");
         engine.clear_requests();
         let bootstrap = sandbox_host::types::Bootstrap {
             reference: reference(),

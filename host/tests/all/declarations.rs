@@ -18,12 +18,13 @@ async fn load_declaring(declaration: &str, mode: Mode) -> Result<sandbox_host::H
     if mode == Mode::Direct {
         registration.grants = Grants::default();
     }
-    load_one(
-        registration,
-        binding(socket, json!({ "declaration": declaration })),
-        Connect::Offline,
-    )
-    .await
+    TestHost::new()
+        .kind(
+            registration,
+            binding(socket, json!({ "declaration": declaration })),
+        )
+        .load(Connect::Offline)
+        .await
 }
 
 async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
@@ -157,12 +158,13 @@ async fn a_declaration_call_that_never_returns_fails_loading_within_the_budget()
     let mut registration = steerable("steerable");
     registration.policy.default_budget_ms = 300;
     let started = std::time::Instant::now();
-    let outcome = load_one(
-        registration,
-        binding(Some("/x.sock".into()), json!({ "declaration": "loop" })),
-        Connect::Offline,
-    )
-    .await;
+    let outcome = TestHost::new()
+        .kind(
+            registration,
+            binding(Some("/x.sock".into()), json!({ "declaration": "loop" })),
+        )
+        .load(Connect::Offline)
+        .await;
     assert!(matches!(
         outcome,
         Err(HostError::Load(LoadError::DeclarationCall { .. }))
@@ -179,7 +181,9 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         grants: Grants::default(),
         ..steerable("minimal")
     };
-    let host = load_one(registration, binding(None, json!({})), Connect::Offline)
+    let host = TestHost::new()
+        .kind(registration, binding(None, json!({})))
+        .load(Connect::Offline)
         .await
         .expect("minimal adapter loads");
     let kind = host.kind("minimal").expect("kind");
@@ -217,7 +221,9 @@ async fn the_bench_one_request_component_makes_exactly_one_version_request() {
         ..steerable("one-request")
     };
     let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
-    let host = load_one(registration, binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(registration, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("the bench component loads");
     engine.report_api_version("1.47");

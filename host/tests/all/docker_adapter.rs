@@ -74,7 +74,9 @@ async fn load_docker(
         configuration,
         ..Default::default()
     };
-    load_one(row, binding, Connect::Capabilities)
+    TestHost::new()
+        .kind(row, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("docker kind loads")
 }

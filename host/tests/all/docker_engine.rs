@@ -40,7 +40,7 @@ fn reference(allocation: &str) -> Reference {
 }
 
 async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
-    crate::support::load_steered(socket, kinds).await
+    TestHost::new().steered(socket, kinds).loaded().await
 }
 
 fn direct(socket: &Path) -> Docker {
@@ -189,12 +189,13 @@ async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
 
 #[tokio::test]
 async fn an_engine_that_does_not_answer_fails_construction() {
-    let outcome = load_one(
-        steerable("steerable"),
-        binding(Some("/nonexistent/docker.sock".into()), json!({})),
-        Connect::Capabilities,
-    )
-    .await;
+    let outcome = TestHost::new()
+        .kind(
+            steerable("steerable"),
+            binding(Some("/nonexistent/docker.sock".into()), json!({})),
+        )
+        .load(Connect::Capabilities)
+        .await;
     assert!(matches!(
         outcome,
         Err(sandbox_host::HostError::Docker { .. })
@@ -204,12 +205,13 @@ async fn an_engine_that_does_not_answer_fails_construction() {
 #[tokio::test]
 async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
     let engine = FakeEngine::start_with_api("1.44").await;
-    let outcome = load_one(
-        steerable("steerable"),
-        binding(Some(engine.socket.clone()), json!({})),
-        Connect::Capabilities,
-    )
-    .await;
+    let outcome = TestHost::new()
+        .kind(
+            steerable("steerable"),
+            binding(Some(engine.socket.clone()), json!({})),
+        )
+        .load(Connect::Capabilities)
+        .await;
     assert!(matches!(
         outcome,
         Err(sandbox_host::HostError::Docker {
@@ -219,13 +221,14 @@ async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
     ));
     let current = FakeEngine::start_with_api("1.45").await;
     assert!(
-        load_one(
-            steerable("steerable"),
-            binding(Some(current.socket.clone()), json!({})),
-            Connect::Capabilities
-        )
-        .await
-        .is_ok()
+        TestHost::new()
+            .kind(
+                steerable("steerable"),
+                binding(Some(current.socket.clone()), json!({}))
+            )
+            .load(Connect::Capabilities)
+            .await
+            .is_ok()
     );
 }
 
@@ -270,7 +273,9 @@ async fn faulted(
         json!({ "action": "volume-create", "volume": volume }),
     );
     binding.hook = Some(hook.clone());
-    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(steerable("steerable"), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("loads");
     let answer = host
@@ -487,7 +492,9 @@ async fn steered_on(
 ) -> Result<sandbox_host::types::Info, Error> {
     let mut binding = binding(Some(socket.to_path_buf()), steering);
     binding.container_policy = Some(policy_with(image, &seccomp_profile(), false));
-    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(steerable("steerable"), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("host loads");
     host.kind("steerable")

@@ -49,7 +49,9 @@ async fn load(fake: &FakeE2b, store: &ReceiptStore) -> Host {
         }),
         ..NodeBinding::default()
     };
-    load_one(row(), binding, Connect::Capabilities)
+    TestHost::new()
+        .kind(row(), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("the e2b kind loads")
 }

@@ -44,7 +44,9 @@ fn direct_row() -> Registration {
 async fn on(store: &ReceiptStore, steering: Value) -> Host {
     let mut binding = binding(None, steering);
     binding.receipts = Some(store.clone());
-    load_one(direct_row(), binding, Connect::Capabilities)
+    TestHost::new()
+        .kind(direct_row(), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("loads")
 }
@@ -174,13 +176,11 @@ async fn kill_absence_is_checked_on_the_engine() {
     let host = |steering: Value| {
         let socket = engine.socket.clone();
         async move {
-            load_one(
-                steerable("steerable"),
-                binding(Some(socket), steering),
-                Connect::Capabilities,
-            )
-            .await
-            .expect("loads")
+            TestHost::new()
+                .kind(steerable("steerable"), binding(Some(socket), steering))
+                .load(Connect::Capabilities)
+                .await
+                .expect("loads")
         }
     };
     let make = |allocation: &'static str, steering: Value| {

@@ -43,7 +43,9 @@ async fn steered(
     let mut binding = binding(Some(engine.socket().to_path_buf()), steering);
     binding.installation_id = installation.into();
     binding.hook = hook;
-    let host = load_one(steerable("steerable"), binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(steerable("steerable"), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("host loads against the fake engine");
     engine.clear_requests();
@@ -959,13 +961,14 @@ async fn against_hostile(
     engine: &hostile_engine::HostileEngine,
     steering: Value,
 ) -> (Result<String, Error>, std::time::Duration) {
-    let host = load_one(
-        steerable("steerable"),
-        binding(Some(engine.socket.clone()), steering),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("loads against the hostile engine");
+    let host = TestHost::new()
+        .kind(
+            steerable("steerable"),
+            binding(Some(engine.socket.clone()), steering),
+        )
+        .load(Connect::Capabilities)
+        .await
+        .expect("loads against the hostile engine");
     let started = std::time::Instant::now();
     let answer = act(&host, "a").await;
     (answer, started.elapsed())
@@ -1132,7 +1135,9 @@ async fn one_call_proves_a_containers_ownership_once_and_a_new_call_again() {
         .find(|row| row.kind == "docker")
         .expect("docker kind");
     let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
-    let host = load_one(row, binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(row, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("the docker kind loads against the fake engine");
     let kind = host.kind("docker").expect("docker");

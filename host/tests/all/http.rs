@@ -49,7 +49,9 @@ async fn fetcher_info(
     };
     let mut binding = binding(None, steering);
     binding.credential = credential.map(Into::into);
-    let host = load_one(registration, binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(registration, binding)
+        .load(Connect::Capabilities)
         .await
         .expect("host loads");
     let allocation = Reference::new("t", "e", "a");
@@ -113,7 +115,9 @@ async fn observations_send_only_reads() {
     };
     let steering = json!({ "declaration": "observing", "action": "http-post",
                            "url": format!("{origin}/change") });
-    let host = load_one(registration, binding(None, steering), Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(registration, binding(None, steering))
+        .load(Connect::Capabilities)
         .await
         .expect("host loads");
     let kind = host.kind("observer").expect("a loaded kind");

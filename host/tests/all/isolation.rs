@@ -16,13 +16,14 @@ async fn steered(engine: &FakeEngine, action: &str) -> Host {
 }
 
 async fn steered_with(engine: &FakeEngine, configuration: serde_json::Value) -> Host {
-    load_one(
-        steerable("steerable"),
-        binding(Some(engine.socket.clone()), configuration),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads against the fake engine")
+    TestHost::new()
+        .kind(
+            steerable("steerable"),
+            binding(Some(engine.socket.clone()), configuration),
+        )
+        .load(Connect::Capabilities)
+        .await
+        .expect("host loads against the fake engine")
 }
 
 async fn outcome_of(
@@ -132,13 +133,11 @@ async fn an_ungranted_capability_is_denied_without_io() {
         grants: Grants::default(),
         ..steerable("nodocker")
     };
-    let host = load_one(
-        registration,
-        binding(None, json!({ "action": "version" })),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads");
+    let host = TestHost::new()
+        .kind(registration, binding(None, json!({ "action": "version" })))
+        .load(Connect::Capabilities)
+        .await
+        .expect("host loads");
     let answer = host
         .kind("nodocker")
         .expect("a loaded kind")

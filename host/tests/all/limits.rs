@@ -56,7 +56,8 @@ async fn host() -> Host {
             )
         })
         .collect();
-    load_host(&table, &bindings, Connect::Offline)
+    TestHost::table(&table, &bindings)
+        .load(Connect::Offline)
         .await
         .expect("host loads")
 }
@@ -103,13 +104,14 @@ async fn a_looping_component_is_stopped_at_its_budget() {
 async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
     let mut row = steerable("spinner");
     row.policy.max_guest_cpu_ms = 300;
-    let host = load_one(
-        row,
-        binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
-        Connect::Offline,
-    )
-    .await
-    .expect("loads");
+    let host = TestHost::new()
+        .kind(
+            row,
+            binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
+        )
+        .load(Connect::Offline)
+        .await
+        .expect("loads");
     let started = Instant::now();
     let outcome = host
         .kind("spinner")
@@ -130,13 +132,14 @@ async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
     let engine = FakeEngine::start().await;
     let mut waiter = steerable("waiter");
     waiter.policy.max_guest_cpu_ms = 300;
-    let host = load_one(
-        waiter,
-        binding(Some(engine.socket.clone()), json!({ "action": "version" })),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("loads");
+    let host = TestHost::new()
+        .kind(
+            waiter,
+            binding(Some(engine.socket.clone()), json!({ "action": "version" })),
+        )
+        .load(Connect::Capabilities)
+        .await
+        .expect("loads");
     let hold = engine.hold("GET", "/version");
     let (answer, ()) = tokio::join!(
         host.kind("waiter")

@@ -54,7 +54,9 @@ impl<'a> At<'a> {
         binding.installation_id = self.installation.into();
         binding.receipts = Some(self.store.clone());
         binding.hook = self.hook.clone();
-        let host = load_one(self.registration.clone(), binding, Connect::Capabilities)
+        let host = TestHost::new()
+            .kind(self.registration.clone(), binding)
+            .load(Connect::Capabilities)
             .await
             .expect("loads");
         let kind = host.kind(&self.registration.kind).expect("kind");
@@ -198,7 +200,9 @@ async fn a_kind_not_granted_receipts_and_a_batch_reach_none() {
         json!({"declaration": "observing", "action": "receipt-get"}),
     );
     binding.receipts = Some(store.clone());
-    let host = load_one(direct("observer"), binding, Connect::Capabilities)
+    let host = TestHost::new()
+        .kind(direct("observer"), binding)
+        .load(Connect::Capabilities)
         .await
         .expect("loads");
     let targets: Vec<Target> = ["a", "b"]
@@ -348,7 +352,9 @@ async fn a_receipt_is_never_settlement_evidence() {
     let load = |registration: Registration| {
         let mut binding = binding(None, claim.clone());
         binding.receipts = Some(store.clone());
-        load_one(registration, binding, Connect::Capabilities)
+        TestHost::new()
+            .kind(registration, binding)
+            .load(Connect::Capabilities)
     };
     let budget = || Budget::from_millis(10_000).expect("budget");
     let unknown = |kind: &'static str| async move {
@@ -371,7 +377,9 @@ async fn a_receipt_is_never_settlement_evidence() {
         json!({"action": "receipt-settled-absence", "receipt_key": "forged", "receipt_value": "forge"}),
     );
     forging.receipts = Some(store.clone());
-    let forger = load_one(direct("alpha"), forging, Connect::Capabilities)
+    let forger = TestHost::new()
+        .kind(direct("alpha"), forging)
+        .load(Connect::Capabilities)
         .await
         .expect("loads");
     assert_eq!(

@@ -22,7 +22,9 @@ async fn outcome(table: Vec<Registration>, socket: Option<&str>) -> Result<Host,
         .iter()
         .map(|row| (row.kind.clone(), binding(socket.map(Into::into), json!({}))))
         .collect::<BTreeMap<_, _>>();
-    load_host(&table, &bindings, Connect::Offline).await
+    TestHost::table(&table, &bindings)
+        .load(Connect::Offline)
+        .await
 }
 
 #[tokio::test]
@@ -91,7 +93,9 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
     let connecting = |binding: sandbox_host::NodeBinding| async move {
         let table = vec![missing_component("granted")];
         let bindings = BTreeMap::from([("granted".to_string(), binding)]);
-        load_host(&table, &bindings, Connect::Capabilities).await
+        TestHost::table(&table, &bindings)
+            .load(Connect::Capabilities)
+            .await
     };
     assert!(matches!(
         connecting(binding(None, json!({}))).await,
@@ -117,7 +121,9 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
         "offline, the binding passes and the missing component is what fails"
     );
     let table = vec![missing_component("unbound")];
-    let outcome = load_host(&table, &BTreeMap::new(), Connect::Offline).await;
+    let outcome = TestHost::table(&table, &BTreeMap::new())
+        .load(Connect::Offline)
+        .await;
     assert!(matches!(outcome, Err(HostError::MissingBinding(kind)) if kind == "unbound"));
 }
 

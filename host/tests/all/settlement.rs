@@ -59,7 +59,9 @@ impl Docker {
             hook,
             ..Default::default()
         };
-        let host = load_one(row, binding, Connect::Capabilities)
+        let host = TestHost::new()
+            .kind(row, binding)
+            .load(Connect::Capabilities)
             .await
             .expect("docker kind loads (run `cargo xtask build-plugins` first)");
         engine.clear_requests();

@@ -55,15 +55,6 @@ pub(crate) fn runtime() -> Arc<Runtime> {
         .clone()
 }
 
-/// Loads `table` with `bindings` from the staged components.
-pub(crate) async fn load_host(
-    table: &[Registration],
-    bindings: &BTreeMap<String, NodeBinding>,
-    connect: Connect,
-) -> Result<Host, HostError> {
-    Host::load(runtime(), table, &plugin_dir(), bindings, connect).await
-}
-
 /// A budget of `ms` milliseconds.
 pub(crate) fn budget(ms: u32) -> sandbox_host::Budget {
     sandbox_host::Budget::from_millis(ms).expect("budget")
@@ -155,35 +146,65 @@ pub(crate) fn binding(socket: Option<PathBuf>, configuration: serde_json::Value)
     }
 }
 
-/// Loads one kind.
-pub(crate) async fn load_one(
-    registration: Registration,
-    binding: NodeBinding,
-    connect: Connect,
-) -> Result<Host, HostError> {
-    let bindings = BTreeMap::from([(registration.kind.clone(), binding)]);
-    load_host(&[registration], &bindings, connect).await
+/// A host for a test, built kind by kind from the staged components.
+#[derive(Default)]
+pub(crate) struct TestHost {
+    table: Vec<Registration>,
+    bindings: BTreeMap<String, NodeBinding>,
 }
 
-/// Loads steerable kinds, each steered by its configuration, all granted
-/// the Docker Engine at `socket`.
-pub(crate) async fn load_steered(
-    socket: &std::path::Path,
-    kinds: &[(&str, serde_json::Value)],
-) -> Host {
-    let table: Vec<_> = kinds.iter().map(|(kind, _)| steerable(kind)).collect();
-    let bindings = kinds
-        .iter()
-        .map(|(kind, configuration)| {
-            (
-                kind.to_string(),
-                binding(Some(socket.to_path_buf()), configuration.clone()),
-            )
-        })
-        .collect();
-    load_host(&table, &bindings, Connect::Capabilities)
+impl TestHost {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// `table` with `bindings` (some may be missing, to test that).
+    pub(crate) fn table(table: &[Registration], bindings: &BTreeMap<String, NodeBinding>) -> Self {
+        Self {
+            table: table.to_vec(),
+            bindings: bindings.clone(),
+        }
+    }
+
+    /// One more kind, `registration` on `binding`.
+    pub(crate) fn kind(mut self, registration: Registration, binding: NodeBinding) -> Self {
+        self.bindings.insert(registration.kind.clone(), binding);
+        self.table.push(registration);
+        self
+    }
+
+    /// Steerable kinds, each steered by its configuration, all granted the
+    /// Docker Engine at `socket`.
+    pub(crate) fn steered(
+        mut self,
+        socket: &std::path::Path,
+        kinds: &[(&str, serde_json::Value)],
+    ) -> Self {
+        for (kind, configuration) in kinds {
+            let binding = binding(Some(socket.to_path_buf()), configuration.clone());
+            self = self.kind(steerable(kind), binding);
+        }
+        self
+    }
+
+    /// Loads the host, connecting its capabilities or not.
+    pub(crate) async fn load(self, connect: Connect) -> Result<Host, HostError> {
+        Host::load(
+            runtime(),
+            &self.table,
+            &plugin_dir(),
+            &self.bindings,
+            connect,
+        )
         .await
-        .expect("host loads and connects to the engine (run `cargo xtask build-plugins` first)")
+    }
+
+    /// Loads and connects the host, which must succeed.
+    pub(crate) async fn loaded(self) -> Host {
+        self.load(Connect::Capabilities)
+            .await
+            .expect("host loads and connects (run `cargo xtask build-plugins` first)")
+    }
 }
 
 /// The fixtures' stateful fake Docker Engine as these tests use it: with
