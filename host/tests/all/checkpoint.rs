@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use oac_fixtures::vendor_api::FakeVendor;
-use sandbox_host::host::Connect;
 use sandbox_host::provider::{CheckpointProvider, SandboxProvider};
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{
@@ -69,12 +68,7 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
             (kind.to_string(), binding(None, steering))
         })
         .collect();
-    Arc::new(
-        TestHost::table(&table, &bindings)
-            .load(Connect::Capabilities)
-            .await
-            .expect("checkpointing steerable loads"),
-    )
+    Arc::new(TestHost::table(&table, &bindings).loaded().await)
 }
 
 /// Suspends `source` as operation `op-1`.

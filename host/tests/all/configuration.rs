@@ -71,8 +71,7 @@ async fn load(
     };
     let mut binding = binding(None, steering);
     binding.credential = credential.map(key);
-    TestHost::new()
-        .kind(registration, binding)
+    TestHost::one(registration, binding)
         .load(Connect::Capabilities)
         .await
 }
@@ -230,8 +229,7 @@ async fn a_credential_that_does_not_fit_its_shape_is_invalid() {
     };
     let mut unfit = binding(None, json!({}));
     unfit.credential = Some("s3cret".into());
-    let refused = TestHost::new()
-        .kind(registration, unfit)
+    let refused = TestHost::one(registration, unfit)
         .load(Connect::Capabilities)
         .await;
     let error = refused.err().map(|e| e.to_string()).unwrap_or_default();

@@ -8,7 +8,6 @@
 
 use crate::support::*;
 use base64::Engine as _;
-use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{Configuration, Error, Target};
 use sandbox_host::{Budget, Host, ReceiptStore, Registration};
@@ -112,11 +111,7 @@ async fn with_store(registration: Registration, steering: Value, store: &Receipt
     let mut binding = binding(None, steering);
     binding.credential = Some(credential());
     binding.receipts = Some(store.clone());
-    TestHost::new()
-        .kind(registration, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads")
+    TestHost::one(registration, binding).loaded().await
 }
 
 /// Whether the kind `kind` has no `create_pending` receipt of the reference
@@ -247,11 +242,7 @@ async fn a_selection_showing_the_candidate_is_refused() {
     let steering = json!({ "declaration": "verifying", "url": format!("{origin}/templates") });
     let mut binding = binding(None, steering);
     binding.credential = Some(credential());
-    let host = TestHost::new()
-        .kind(registration, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let host = TestHost::one(registration, binding).loaded().await;
     let kind = host.kind("selector").expect("kind");
     let candidate_key = "e2b_candidate_0123456789";
     let select = |public: String| Configuration {
@@ -301,14 +292,12 @@ async fn configuration_calls_reach_no_capability() {
 
     // A node kind granted Docker: not even a read of the engine.
     let engine = FakeEngine::start().await;
-    let host = TestHost::new()
-        .kind(
-            steerable("node-configured"),
-            binding(Some(engine.socket.clone()), json!({ "action": "reach" })),
-        )
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let host = TestHost::one(
+        steerable("node-configured"),
+        binding(Some(engine.socket.clone()), json!({ "action": "reach" })),
+    )
+    .loaded()
+    .await;
     let decoded = host
         .kind("node-configured")
         .expect("kind")
@@ -393,9 +382,8 @@ async fn a_request_flood_stays_at_the_per_call_cap() {
         ("docker".to_string(), docker_binding),
     ]);
     let host = TestHost::table(&[flooder, docker_row], &bindings)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+        .loaded()
+        .await;
     let flood = answered(&host, "flooder");
     let create = host.kind("docker").expect("docker").create(
         sandbox_host::types::Bootstrap {
@@ -461,14 +449,12 @@ async fn the_daemon_credential_never_goes_into_a_command_or_environment() {
         } else {
             "/containers/create"
         };
-        let host = TestHost::new()
-            .kind(
-                steerable("steerable"),
-                binding(Some(engine.socket.clone()), steering.clone()),
-            )
-            .load(Connect::Capabilities)
-            .await
-            .expect("loads");
+        let host = TestHost::one(
+            steerable("steerable"),
+            binding(Some(engine.socket.clone()), steering.clone()),
+        )
+        .loaded()
+        .await;
         engine.clear_requests();
         let bootstrap = sandbox_host::types::Bootstrap {
             reference: reference(),

@@ -18,13 +18,12 @@ async fn load_declaring(declaration: &str, mode: Mode) -> Result<sandbox_host::H
     if mode == Mode::Direct {
         registration.grants = Grants::default();
     }
-    TestHost::new()
-        .kind(
-            registration,
-            binding(socket, json!({ "declaration": declaration })),
-        )
-        .load(Connect::Offline)
-        .await
+    TestHost::one(
+        registration,
+        binding(socket, json!({ "declaration": declaration })),
+    )
+    .load(Connect::Offline)
+    .await
 }
 
 async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
@@ -158,13 +157,12 @@ async fn a_declaration_call_that_never_returns_fails_loading_within_the_budget()
     let mut registration = steerable("steerable");
     registration.policy.default_budget_ms = 300;
     let started = std::time::Instant::now();
-    let outcome = TestHost::new()
-        .kind(
-            registration,
-            binding(Some("/x.sock".into()), json!({ "declaration": "loop" })),
-        )
-        .load(Connect::Offline)
-        .await;
+    let outcome = TestHost::one(
+        registration,
+        binding(Some("/x.sock".into()), json!({ "declaration": "loop" })),
+    )
+    .load(Connect::Offline)
+    .await;
     assert!(matches!(
         outcome,
         Err(HostError::Load(LoadError::DeclarationCall { .. }))
@@ -181,8 +179,7 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         grants: Grants::default(),
         ..steerable("minimal")
     };
-    let host = TestHost::new()
-        .kind(registration, binding(None, json!({})))
+    let host = TestHost::one(registration, binding(None, json!({})))
         .load(Connect::Offline)
         .await
         .expect("minimal adapter loads");
@@ -221,11 +218,7 @@ async fn the_bench_one_request_component_makes_exactly_one_version_request() {
         ..steerable("one-request")
     };
     let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
-    let host = TestHost::new()
-        .kind(registration, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("the bench component loads");
+    let host = TestHost::one(registration, binding).loaded().await;
     engine.report_api_version("1.47");
     engine.clear_requests();
     let kind = host.kind("one-request").expect("a loaded kind");

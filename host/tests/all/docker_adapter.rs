@@ -6,7 +6,6 @@
 
 use crate::support::*;
 use bollard::Docker;
-use sandbox_host::host::Connect;
 use sandbox_host::registry::{self, Policy};
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, LifecycleState, NetworkAccess, Reference,
@@ -74,11 +73,7 @@ async fn load_docker(
         configuration,
         ..Default::default()
     };
-    TestHost::new()
-        .kind(row, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("docker kind loads")
+    TestHost::one(row, binding).loaded().await
 }
 
 fn allocation(name: &str) -> Reference {

@@ -189,13 +189,12 @@ async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
 
 #[tokio::test]
 async fn an_engine_that_does_not_answer_fails_construction() {
-    let outcome = TestHost::new()
-        .kind(
-            steerable("steerable"),
-            binding(Some("/nonexistent/docker.sock".into()), json!({})),
-        )
-        .load(Connect::Capabilities)
-        .await;
+    let outcome = TestHost::one(
+        steerable("steerable"),
+        binding(Some("/nonexistent/docker.sock".into()), json!({})),
+    )
+    .load(Connect::Capabilities)
+    .await;
     assert!(matches!(
         outcome,
         Err(sandbox_host::HostError::Docker { .. })
@@ -205,13 +204,12 @@ async fn an_engine_that_does_not_answer_fails_construction() {
 #[tokio::test]
 async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
     let engine = FakeEngine::start_with_api("1.44").await;
-    let outcome = TestHost::new()
-        .kind(
-            steerable("steerable"),
-            binding(Some(engine.socket.clone()), json!({})),
-        )
-        .load(Connect::Capabilities)
-        .await;
+    let outcome = TestHost::one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), json!({})),
+    )
+    .load(Connect::Capabilities)
+    .await;
     assert!(matches!(
         outcome,
         Err(sandbox_host::HostError::Docker {
@@ -221,14 +219,13 @@ async fn an_engine_older_than_api_1_45_is_refused_at_construction() {
     ));
     let current = FakeEngine::start_with_api("1.45").await;
     assert!(
-        TestHost::new()
-            .kind(
-                steerable("steerable"),
-                binding(Some(current.socket.clone()), json!({}))
-            )
-            .load(Connect::Capabilities)
-            .await
-            .is_ok()
+        TestHost::one(
+            steerable("steerable"),
+            binding(Some(current.socket.clone()), json!({}))
+        )
+        .load(Connect::Capabilities)
+        .await
+        .is_ok()
     );
 }
 
@@ -273,11 +270,9 @@ async fn faulted(
         json!({ "action": "volume-create", "volume": volume }),
     );
     binding.hook = Some(hook.clone());
-    let host = TestHost::new()
-        .kind(steerable("steerable"), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let host = TestHost::one(steerable("steerable"), binding)
+        .loaded()
+        .await;
     let answer = host
         .kind("steerable")
         .expect("a loaded kind")
@@ -492,11 +487,9 @@ async fn steered_on(
 ) -> Result<sandbox_host::types::Info, Error> {
     let mut binding = binding(Some(socket.to_path_buf()), steering);
     binding.container_policy = Some(policy_with(image, &seccomp_profile(), false));
-    let host = TestHost::new()
-        .kind(steerable("steerable"), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads");
+    let host = TestHost::one(steerable("steerable"), binding)
+        .loaded()
+        .await;
     host.kind("steerable")
         .expect("a loaded kind")
         .get_info(reference(allocation), budget())

@@ -5,7 +5,6 @@
 use crate::support::*;
 use oac_fixtures::e2b_api::{self, FakeE2b};
 use sandbox_host::ReceiptStore;
-use sandbox_host::host::Connect;
 use sandbox_host::testing::TestNetwork;
 use sandbox_host::types::{
     Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
@@ -49,11 +48,7 @@ async fn load(fake: &FakeE2b, store: &ReceiptStore) -> Host {
         }),
         ..NodeBinding::default()
     };
-    TestHost::new()
-        .kind(row(), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("the e2b kind loads")
+    TestHost::one(row(), binding).loaded().await
 }
 
 /// The fake E2B with the kind loaded against it and its receipts.

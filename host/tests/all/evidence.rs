@@ -5,7 +5,6 @@
 //! steerable component plays the hostile adapter, through real Wasm.
 
 use crate::support::*;
-use sandbox_host::host::Connect;
 use sandbox_host::types::{Bootstrap, Error, Info, LifecycleState, NetworkAccess, Reference};
 use sandbox_host::{Host, ReceiptStore, Registration};
 use serde_json::{Value, json};
@@ -44,11 +43,7 @@ fn direct_row() -> Registration {
 async fn on(store: &ReceiptStore, steering: Value) -> Host {
     let mut binding = binding(None, steering);
     binding.receipts = Some(store.clone());
-    TestHost::new()
-        .kind(direct_row(), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads")
+    TestHost::one(direct_row(), binding).loaded().await
 }
 
 async fn get_info(store: &ReceiptStore, steering: Value, allocation: &str) -> Result<Info, Error> {
@@ -176,11 +171,9 @@ async fn kill_absence_is_checked_on_the_engine() {
     let host = |steering: Value| {
         let socket = engine.socket.clone();
         async move {
-            TestHost::new()
-                .kind(steerable("steerable"), binding(Some(socket), steering))
-                .load(Connect::Capabilities)
+            TestHost::one(steerable("steerable"), binding(Some(socket), steering))
+                .loaded()
                 .await
-                .expect("loads")
         }
     };
     let make = |allocation: &'static str, steering: Value| {

@@ -9,7 +9,6 @@
 use crate::support::*;
 use bollard::Docker;
 use sandbox_host::capability::docker::names::AllocationNames;
-use sandbox_host::host::Connect;
 use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
@@ -43,11 +42,9 @@ async fn steered(
     let mut binding = binding(Some(engine.socket().to_path_buf()), steering);
     binding.installation_id = installation.into();
     binding.hook = hook;
-    let host = TestHost::new()
-        .kind(steerable("steerable"), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads against the fake engine");
+    let host = TestHost::one(steerable("steerable"), binding)
+        .loaded()
+        .await;
     engine.clear_requests();
     host
 }
@@ -961,14 +958,12 @@ async fn against_hostile(
     engine: &hostile_engine::HostileEngine,
     steering: Value,
 ) -> (Result<String, Error>, std::time::Duration) {
-    let host = TestHost::new()
-        .kind(
-            steerable("steerable"),
-            binding(Some(engine.socket.clone()), steering),
-        )
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads against the hostile engine");
+    let host = TestHost::one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), steering),
+    )
+    .loaded()
+    .await;
     let started = std::time::Instant::now();
     let answer = act(&host, "a").await;
     (answer, started.elapsed())
@@ -1135,11 +1130,7 @@ async fn one_call_proves_a_containers_ownership_once_and_a_new_call_again() {
         .find(|row| row.kind == "docker")
         .expect("docker kind");
     let binding = binding(Some(engine.socket().to_path_buf()), json!({}));
-    let host = TestHost::new()
-        .kind(row, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("the docker kind loads against the fake engine");
+    let host = TestHost::one(row, binding).loaded().await;
     let kind = host.kind("docker").expect("docker");
     let allocation = reference("proved-once");
     engine.clear_requests();

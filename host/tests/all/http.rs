@@ -2,7 +2,6 @@
 //! follows a redirect, and sends nothing for a denied request.
 
 use crate::support::*;
-use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Registration};
@@ -49,11 +48,7 @@ async fn fetcher_info(
     };
     let mut binding = binding(None, steering);
     binding.credential = credential.map(Into::into);
-    let host = TestHost::new()
-        .kind(registration, binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads");
+    let host = TestHost::one(registration, binding).loaded().await;
     let allocation = Reference::new("t", "e", "a");
     host.kind("fetcher")
         .expect("a loaded kind")
@@ -115,11 +110,9 @@ async fn observations_send_only_reads() {
     };
     let steering = json!({ "declaration": "observing", "action": "http-post",
                            "url": format!("{origin}/change") });
-    let host = TestHost::new()
-        .kind(registration, binding(None, steering))
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads");
+    let host = TestHost::one(registration, binding(None, steering))
+        .loaded()
+        .await;
     let kind = host.kind("observer").expect("a loaded kind");
     let target = Target {
         reference: Reference::new("t", "e", "a"),

@@ -5,7 +5,6 @@
 
 use crate::support::*;
 use sandbox_host::capability::docker::names::AllocationNames;
-use sandbox_host::host::Connect;
 use sandbox_host::registry::Grants;
 use sandbox_host::types::Error;
 use sandbox_host::{Budget, Host};
@@ -16,14 +15,12 @@ async fn steered(engine: &FakeEngine, action: &str) -> Host {
 }
 
 async fn steered_with(engine: &FakeEngine, configuration: serde_json::Value) -> Host {
-    TestHost::new()
-        .kind(
-            steerable("steerable"),
-            binding(Some(engine.socket.clone()), configuration),
-        )
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads against the fake engine")
+    TestHost::one(
+        steerable("steerable"),
+        binding(Some(engine.socket.clone()), configuration),
+    )
+    .loaded()
+    .await
 }
 
 async fn outcome_of(
@@ -133,11 +130,9 @@ async fn an_ungranted_capability_is_denied_without_io() {
         grants: Grants::default(),
         ..steerable("nodocker")
     };
-    let host = TestHost::new()
-        .kind(registration, binding(None, json!({ "action": "version" })))
-        .load(Connect::Capabilities)
-        .await
-        .expect("host loads");
+    let host = TestHost::one(registration, binding(None, json!({ "action": "version" })))
+        .loaded()
+        .await;
     let answer = host
         .kind("nodocker")
         .expect("a loaded kind")

@@ -104,14 +104,13 @@ async fn a_looping_component_is_stopped_at_its_budget() {
 async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
     let mut row = steerable("spinner");
     row.policy.max_guest_cpu_ms = 300;
-    let host = TestHost::new()
-        .kind(
-            row,
-            binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
-        )
-        .load(Connect::Offline)
-        .await
-        .expect("loads");
+    let host = TestHost::one(
+        row,
+        binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
+    )
+    .load(Connect::Offline)
+    .await
+    .expect("loads");
     let started = Instant::now();
     let outcome = host
         .kind("spinner")
@@ -132,14 +131,12 @@ async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
     let engine = FakeEngine::start().await;
     let mut waiter = steerable("waiter");
     waiter.policy.max_guest_cpu_ms = 300;
-    let host = TestHost::new()
-        .kind(
-            waiter,
-            binding(Some(engine.socket.clone()), json!({ "action": "version" })),
-        )
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let host = TestHost::one(
+        waiter,
+        binding(Some(engine.socket.clone()), json!({ "action": "version" })),
+    )
+    .loaded()
+    .await;
     let hold = engine.hold("GET", "/version");
     let (answer, ()) = tokio::join!(
         host.kind("waiter")

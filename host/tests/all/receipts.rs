@@ -54,11 +54,9 @@ impl<'a> At<'a> {
         binding.installation_id = self.installation.into();
         binding.receipts = Some(self.store.clone());
         binding.hook = self.hook.clone();
-        let host = TestHost::new()
-            .kind(self.registration.clone(), binding)
-            .load(Connect::Capabilities)
-            .await
-            .expect("loads");
+        let host = TestHost::one(self.registration.clone(), binding)
+            .loaded()
+            .await;
         let kind = host.kind(&self.registration.kind).expect("kind");
         let info = kind
             .get_info(
@@ -200,11 +198,7 @@ async fn a_kind_not_granted_receipts_and_a_batch_reach_none() {
         json!({"declaration": "observing", "action": "receipt-get"}),
     );
     binding.receipts = Some(store.clone());
-    let host = TestHost::new()
-        .kind(direct("observer"), binding)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let host = TestHost::one(direct("observer"), binding).loaded().await;
     let targets: Vec<Target> = ["a", "b"]
         .into_iter()
         .map(|allocation| Target {
@@ -352,9 +346,7 @@ async fn a_receipt_is_never_settlement_evidence() {
     let load = |registration: Registration| {
         let mut binding = binding(None, claim.clone());
         binding.receipts = Some(store.clone());
-        TestHost::new()
-            .kind(registration, binding)
-            .load(Connect::Capabilities)
+        TestHost::one(registration, binding).load(Connect::Capabilities)
     };
     let budget = || Budget::from_millis(10_000).expect("budget");
     let unknown = |kind: &'static str| async move {
@@ -377,11 +369,7 @@ async fn a_receipt_is_never_settlement_evidence() {
         json!({"action": "receipt-settled-absence", "receipt_key": "forged", "receipt_value": "forge"}),
     );
     forging.receipts = Some(store.clone());
-    let forger = TestHost::new()
-        .kind(direct("alpha"), forging)
-        .load(Connect::Capabilities)
-        .await
-        .expect("loads");
+    let forger = TestHost::one(direct("alpha"), forging).loaded().await;
     assert_eq!(
         forger
             .kind("alpha")

@@ -7,7 +7,6 @@
 //! input the contract refuses, before any native request.
 
 use crate::support::*;
-use sandbox_host::host::Connect;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry;
 use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
@@ -59,11 +58,7 @@ impl Docker {
             hook,
             ..Default::default()
         };
-        let host = TestHost::new()
-            .kind(row, binding)
-            .load(Connect::Capabilities)
-            .await
-            .expect("docker kind loads (run `cargo xtask build-plugins` first)");
+        let host = TestHost::one(row, binding).loaded().await;
         engine.clear_requests();
         Self {
             host: Arc::new(host),

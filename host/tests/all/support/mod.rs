@@ -158,6 +158,11 @@ impl TestHost {
         Self::default()
     }
 
+    /// One kind, `registration` on `binding`.
+    pub(crate) fn one(registration: Registration, binding: NodeBinding) -> Self {
+        Self::new().kind(registration, binding)
+    }
+
     /// `table` with `bindings` (some may be missing, to test that).
     pub(crate) fn table(table: &[Registration], bindings: &BTreeMap<String, NodeBinding>) -> Self {
         Self {
