@@ -38,6 +38,7 @@ use common::ServedNode;
 use contract_suite::fixtures::Engine;
 use criterion::{Criterion, SamplingMode};
 use futures_util::TryStreamExt;
+use oac_fixtures::timing::median;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
 use sandbox_host::{Budget, Host};
@@ -306,11 +307,6 @@ fn reroot(archive: &[u8]) -> Vec<u8> {
     rerooted.into_inner().expect("tar")
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort_unstable();
-    times[(times.len() - 1) / 2]
-}
-
 fn millis(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1e3)
 }
@@ -380,7 +376,7 @@ fn main() {
         }
     };
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
-    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let measuring = oac_fixtures::timing::measuring();
     let runs = if measuring {
         std::env::var("OAC_BENCH_RUNS")
             .ok()

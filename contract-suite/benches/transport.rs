@@ -501,8 +501,7 @@ impl Run {
 
     /// Nearest-rank percentile; the latencies must be sorted.
     fn percentile(&self, q: f64) -> Duration {
-        let rank = (q * self.latencies.len() as f64).ceil() as usize;
-        self.latencies[rank.clamp(1, self.latencies.len()) - 1]
+        oac_fixtures::timing::percentile(&self.latencies, q)
     }
 }
 
@@ -876,7 +875,7 @@ fn per_call(c: &mut Criterion, rt: &tokio::runtime::Runtime, fixture: &Fixture) 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test,
     // of every shape (the node's process when its binary is there).
-    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let measuring = oac_fixtures::timing::measuring();
     if measuring {
         bench(Shape::from_env(), true);
     } else {

@@ -14,6 +14,7 @@
 
 use criterion::{Criterion, SamplingMode};
 use oac_fixtures::docker_engine::FakeDockerEngine;
+use oac_fixtures::timing::median;
 use sandbox_host::Budget;
 use sandbox_host::transport::{Endpoint, NodeClient};
 use std::os::unix::fs::PermissionsExt;
@@ -146,11 +147,6 @@ impl Node {
     }
 }
 
-fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
-    values.sort_unstable();
-    values[(values.len() - 1) / 2]
-}
-
 /// The plain run: uncached and cached starts alternating, `starts` each.
 fn report(rt: &tokio::runtime::Runtime, node: &Node, starts: usize) {
     let (mut uncached, mut cached) = (Vec::new(), Vec::new());
@@ -212,7 +208,7 @@ fn starts(c: &mut Criterion, rt: &tokio::runtime::Runtime, node: &Node) {
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
-    let measuring = std::env::args().any(|arg| arg == "--bench");
+    let measuring = oac_fixtures::timing::measuring();
     let runs = if measuring {
         std::env::var("OAC_BENCH_STARTS")
             .ok()

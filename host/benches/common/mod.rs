@@ -117,44 +117,5 @@ pub(crate) fn reference(allocation: &str) -> Reference {
     Reference::new("t", "e", allocation)
 }
 
-/// Individual timings of one case, for the medians and p99 the criterion
-/// estimates do not give.
-#[allow(
-    dead_code,
-    reason = "only the calls and scale benches time calls one by one"
-)]
-#[derive(Default)]
-pub(crate) struct Timings(Vec<std::time::Duration>);
-
-#[allow(
-    dead_code,
-    reason = "only the calls and scale benches time calls one by one"
-)]
-impl Timings {
-    pub(crate) fn push(&mut self, time: std::time::Duration) {
-        self.0.push(time);
-    }
-
-    /// Adds another run's timings of the same case.
-    pub(crate) fn absorb(&mut self, other: Timings) {
-        self.0.extend(other.0);
-    }
-
-    /// Nearest-rank percentile (`q` in 0..=1) of the timings so far.
-    pub(crate) fn percentile(&self, q: f64) -> std::time::Duration {
-        let mut sorted = self.0.clone();
-        sorted.sort_unstable();
-        let rank = (q * sorted.len() as f64).ceil() as usize;
-        sorted
-            .get(rank.clamp(1, sorted.len().max(1)) - 1)
-            .copied()
-            .unwrap_or_default()
-    }
-}
-
-/// Whether criterion is measuring (`cargo bench` passes `--bench`) rather
-/// than running each bench once as a test.
-#[allow(dead_code, reason = "the load bench has no plain run")]
-pub(crate) fn measuring() -> bool {
-    std::env::args().any(|arg| arg == "--bench")
-}
+#[allow(unused_imports, reason = "the load bench times nothing one by one")]
+pub(crate) use oac_fixtures::timing::{Timings, measuring};
