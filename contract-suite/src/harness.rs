@@ -225,8 +225,10 @@ impl Harness {
         };
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
-            docker_socket: engine.socket().filter(|_| docker).map(Path::to_path_buf),
-            container_policy: policy,
+            docker: sandbox_host::capability::docker::Binding {
+                socket: engine.socket().filter(|_| docker).map(Path::to_path_buf),
+                policy,
+            },
             configuration,
             credential: e2b.map(|_| serde_json::json!({"api_key": e2b_api::API_KEY}).to_string()),
             receipts,

@@ -54,9 +54,10 @@ static LOADED: LazyLock<Loaded> = LazyLock::new(|| {
                 NodeBinding {
                     installation_id: "fuzz".into(),
                     // Never reached: decode-input does no native I/O.
-                    docker_socket: (row.kind == "docker")
-                        .then(|| "/nonexistent/docker.sock".into()),
-                    container_policy: (row.kind == "docker").then(policy),
+                    docker: sandbox_host::capability::docker::Binding {
+                        socket: (row.kind == "docker").then(|| "/nonexistent/docker.sock".into()),
+                        policy: (row.kind == "docker").then(policy),
+                    },
                     credential: (row.kind == "e2b").then(|| r#"{"api_key":"e2b_fuzz"}"#.into()),
                     configuration: if row.kind == "e2b" {
                         serde_json::json!({ "template": "oac-runtime" })

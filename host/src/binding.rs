@@ -13,11 +13,8 @@ use std::path::PathBuf;
 pub struct NodeBinding {
     /// Installation id; the value of every `io.oac.installation` label.
     pub installation_id: String,
-    /// Unix socket of the Docker Engine (never taken from `DOCKER_HOST`).
-    pub docker_socket: Option<PathBuf>,
-    /// The container policy every container of the kind gets (kinds granted
-    /// Docker): the host's, never the component's.
-    pub container_policy: Option<crate::capability::docker::policy::ContainerPolicy>,
+    /// The Docker Engine and the container policy (kinds granted Docker).
+    pub docker: docker::Binding,
     /// The kind's native configuration, handed to the component as JSON.
     pub configuration: serde_json::Value,
     /// Vendor credential the HTTP capability may attach; never shown to the component.
@@ -35,8 +32,7 @@ impl std::fmt::Debug for NodeBinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NodeBinding")
             .field("installation_id", &self.installation_id)
-            .field("docker_socket", &self.docker_socket)
-            .field("container_policy", &self.container_policy)
+            .field("docker", &self.docker)
             .field("configuration", &self.configuration)
             .field(
                 "credential",
@@ -83,8 +79,7 @@ impl BindingBuilder<'_> {
         socket: Option<PathBuf>,
         policy: Option<docker::policy::ContainerPolicy>,
     ) -> Self {
-        self.binding.docker_socket = socket;
-        self.binding.container_policy = policy;
+        self.binding.docker = docker::Binding { socket, policy };
         self
     }
 
@@ -178,11 +173,11 @@ pub fn validate_node_binding(
         return invalid("installation_id");
     }
     let granted = registration.grants.docker;
-    match &binding.docker_socket {
+    match &binding.docker.socket {
         Some(socket) if !granted || !socket.is_absolute() => return invalid("docker_socket"),
         _ => {}
     }
-    if binding.container_policy.is_some() && !granted {
+    if binding.docker.policy.is_some() && !granted {
         return invalid("container_policy");
     }
     if !binding.configuration.is_object() {
@@ -205,10 +200,10 @@ pub fn require_native(
 ) -> Result<(), RegistrationError> {
     let missing = |field| registration.invalid(field);
     if registration.grants.docker {
-        if binding.docker_socket.is_none() {
+        if binding.docker.socket.is_none() {
             return missing("docker_socket");
         }
-        if binding.container_policy.is_none() {
+        if binding.docker.policy.is_none() {
             return missing("container_policy");
         }
     }
@@ -245,8 +240,10 @@ mod tests {
         let registration = row();
         let good = NodeBinding {
             installation_id: "inst-1".into(),
-            docker_socket: Some("/run/oac/docker.sock".into()),
-            container_policy: Some(test_policy()),
+            docker: docker::Binding {
+                socket: Some("/run/oac/docker.sock".into()),
+                policy: Some(test_policy()),
+            },
             configuration: serde_json::json!({}),
             credential: None,
             receipts: None,
@@ -271,21 +268,30 @@ mod tests {
             ),
             (
                 NodeBinding {
-                    docker_socket: None,
+                    docker: docker::Binding {
+                        socket: None,
+                        ..good.docker.clone()
+                    },
                     ..good.clone()
                 },
                 "docker_socket",
             ),
             (
                 NodeBinding {
-                    docker_socket: Some("relative.sock".into()),
+                    docker: docker::Binding {
+                        socket: Some("relative.sock".into()),
+                        ..good.docker.clone()
+                    },
                     ..good.clone()
                 },
                 "docker_socket",
             ),
             (
                 NodeBinding {
-                    container_policy: None,
+                    docker: docker::Binding {
+                        policy: None,
+                        ..good.docker.clone()
+                    },
                     ..good.clone()
                 },
                 "container_policy",
@@ -317,7 +323,10 @@ mod tests {
             validate_node_binding(
                 &ungranted,
                 &NodeBinding {
-                    docker_socket: None,
+                    docker: docker::Binding {
+                        socket: None,
+                        ..good.docker.clone()
+                    },
                     ..good.clone()
                 }
             ),
@@ -328,8 +337,7 @@ mod tests {
             "a policy without the Docker grant"
         );
         let offline = NodeBinding {
-            docker_socket: None,
-            container_policy: None,
+            docker: docker::Binding::default(),
             ..good
         };
         assert_eq!(validate_node_binding(&registration, &offline), Ok(()));

@@ -151,7 +151,7 @@ impl Host {
             {
                 return Err(HostError::MissingCredential(registration.kind.clone()));
             }
-            let docker = match (connect, &binding.docker_socket, &binding.container_policy) {
+            let docker = match (connect, &binding.docker.socket, &binding.docker.policy) {
                 (Connect::Capabilities, Some(socket), Some(policy)) => Some(
                     crate::capability::docker::Broker::connect(
                         socket,

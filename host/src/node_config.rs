@@ -487,7 +487,7 @@ extra_hosts = ["core.internal:10.0.0.1"]
             "core.internal:10.0.0.1"
         );
         assert_eq!(binding.configuration["banner"], "welcome");
-        let policy = binding.container_policy.as_ref().expect("policy");
+        let policy = binding.docker.policy.as_ref().expect("policy");
         assert_eq!(
             policy.image(),
             "sha256:0000000000000000000000000000000000000000000000000000000000000001"

@@ -113,8 +113,10 @@ pub(crate) async fn docker_host_at(
         contract_suite::harness::container_policy(&image, &seccomp_profile).expect("policy");
     let binding = NodeBinding {
         installation_id: installation,
-        docker_socket,
-        container_policy: Some(policy),
+        docker: sandbox_host::capability::docker::Binding {
+            socket: docker_socket,
+            policy: Some(policy),
+        },
         configuration: docker_configuration(),
         credential: None,
         receipts: None,

@@ -94,8 +94,10 @@ pub(crate) async fn load_row(
         .map(|(kind, configuration)| {
             let binding = NodeBinding {
                 installation_id: "bench".into(),
-                docker_socket: Some(socket.to_path_buf()),
-                container_policy: Some(policy.clone()),
+                docker: sandbox_host::capability::docker::Binding {
+                    socket: Some(socket.to_path_buf()),
+                    policy: Some(policy.clone()),
+                },
                 configuration: configuration.clone(),
                 credential: None,
                 receipts: None,

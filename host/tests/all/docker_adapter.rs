@@ -68,8 +68,10 @@ async fn load_docker(
     };
     let binding = NodeBinding {
         installation_id: installation.into(),
-        docker_socket: Some(socket.to_path_buf()),
-        container_policy: Some(policy),
+        docker: sandbox_host::capability::docker::Binding {
+            socket: Some(socket.to_path_buf()),
+            policy: Some(policy),
+        },
         configuration,
         ..Default::default()
     };

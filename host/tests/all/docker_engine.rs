@@ -486,7 +486,7 @@ async fn steered_on(
     allocation: &str,
 ) -> Result<sandbox_host::types::Info, Error> {
     let mut binding = binding(Some(socket.to_path_buf()), steering);
-    binding.container_policy = Some(policy_with(image, &seccomp_profile(), false));
+    binding.docker.policy = Some(policy_with(image, &seccomp_profile(), false));
     let host = TestHost::one(steerable("steerable"), binding)
         .loaded()
         .await;

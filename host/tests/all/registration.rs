@@ -105,7 +105,7 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
         }))
     ));
     let mut without_policy = binding(Some("/run/engine.sock".into()), json!({}));
-    without_policy.container_policy = None;
+    without_policy.docker.policy = None;
     assert!(matches!(
         connecting(without_policy).await,
         Err(HostError::Registration(RegistrationError::InvalidField {

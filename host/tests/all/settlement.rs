@@ -52,8 +52,10 @@ impl Docker {
             .expect("docker kind");
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
-            docker_socket: Some(engine.socket.clone()),
-            container_policy: Some(policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
+            docker: sandbox_host::capability::docker::Binding {
+                socket: Some(engine.socket.clone()),
+                policy: Some(policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
+            },
             configuration: json!({}),
             hook,
             ..Default::default()

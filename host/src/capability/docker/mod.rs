@@ -48,9 +48,21 @@ pub use engine::API_VERSION;
 pub(crate) use engine::keep_pools_on_this_thread;
 
 /// What a registry row grants: whether the kind reaches the Engine (nodes
-/// kinds only). What a node binds to it is its socket and the container
-/// policy (`NodeBinding::docker_socket`, `NodeBinding::container_policy`).
+/// kinds only).
 pub type Grant = bool;
+
+/// What a node binds to the Docker capability: the engine's Unix socket
+/// (never taken from `DOCKER_HOST`) and the container policy every
+/// container of the kind gets (the host's, never the component's). A kind
+/// granted Docker needs both to connect; one not granted it may have
+/// neither.
+#[derive(Clone, Debug, Default)]
+pub struct Binding {
+    /// The engine's Unix socket (absolute).
+    pub socket: Option<std::path::PathBuf>,
+    /// The container policy.
+    pub policy: Option<ContainerPolicy>,
+}
 
 /// Oldest Engine API the typed subset needs (volume subpath mounts).
 pub const MIN_API_VERSION: (u32, u32) = (1, 45);

@@ -134,10 +134,12 @@ pub(crate) fn policy_with(image: &str, seccomp: &str, nested_sandbox: bool) -> C
 pub(crate) fn binding(socket: Option<PathBuf>, configuration: serde_json::Value) -> NodeBinding {
     NodeBinding {
         installation_id: INSTALLATION.into(),
-        container_policy: socket
-            .is_some()
-            .then(|| policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
-        docker_socket: socket,
+        docker: sandbox_host::capability::docker::Binding {
+            policy: socket
+                .is_some()
+                .then(|| policy_with(NO_IMAGE, SMALL_SECCOMP, false)),
+            socket,
+        },
         configuration,
         credential: None,
         receipts: None,
