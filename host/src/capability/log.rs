@@ -98,7 +98,7 @@ impl log::Host for View<'_> {
             }
             return;
         }
-        emit(kind, &self.call.secrets, severity, &event, &fields);
+        emit(kind, self.call.secrets(), severity, &event, &fields);
     }
 }
 

@@ -265,9 +265,30 @@ pub(crate) struct Call {
     pub(crate) scope: CallScope,
     pub(crate) deadline: Instant,
     pub(crate) in_flight: InFlight,
-    /// The kind's credential, a candidate credential, and the input's
-    /// secrets ([`CallInput`]).
-    pub(crate) secrets: Secrets,
+    /// The input's secrets ([`CallInput`], a candidate credential among
+    /// them); with the kind's credential, what [`Call::secrets`] finds.
+    input_secrets: Vec<String>,
+    secrets: std::sync::OnceLock<Arc<Secrets>>,
+}
+
+impl Call {
+    /// What finds every secret of the call: the kind's credential and the
+    /// input's secrets. Built when first needed (most calls log nothing
+    /// and pass no command), and shared with the kind when the input has
+    /// none.
+    pub(crate) fn secrets(&self) -> &Secrets {
+        self.secrets.get_or_init(|| {
+            if self.input_secrets.is_empty() {
+                return self.capabilities.secrets();
+            }
+            let kind = self.capabilities.credential();
+            Arc::new(Secrets::new(
+                kind.as_deref()
+                    .into_iter()
+                    .chain(self.input_secrets.iter().map(String::as_str)),
+            ))
+        })
+    }
 }
 
 /// What one call holds of its kind's capabilities: what they share
@@ -295,17 +316,6 @@ impl CallCapabilities {
             credential,
         } = input;
         let in_flight = InFlight::default();
-        let kind = capabilities.credential();
-        let candidate = match &credential {
-            CallCredential::Kind => None,
-            CallCredential::Candidate(candidate) => candidate.as_deref(),
-        };
-        let secrets = Secrets::new(
-            kind.as_deref()
-                .into_iter()
-                .chain(candidate)
-                .chain(secrets.iter().map(String::as_str)),
-        );
         Self {
             http: http::State::new(
                 capabilities.clone(),
@@ -321,7 +331,8 @@ impl CallCapabilities {
                 scope,
                 deadline,
                 in_flight,
-                secrets,
+                input_secrets: secrets,
+                secrets: std::sync::OnceLock::new(),
             },
         }
     }

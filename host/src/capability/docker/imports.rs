@@ -65,7 +65,7 @@ impl View<'_> {
 
     /// Whether any of `texts` carries a secret of the call.
     fn carries_secret<'a>(&self, texts: impl IntoIterator<Item = &'a String>) -> bool {
-        let secrets = &self.call.secrets;
+        let secrets = self.call.secrets();
         !secrets.is_empty()
             && texts
                 .into_iter()
