@@ -426,6 +426,24 @@ pub fn batch<T>(
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_lifecycle_is_policed_for_evidence_and_configuration_for_leaks() {
+        use Operation::*;
+        for (operation, expected) in [
+            (Create, Rule::Mutation),
+            (Renew, Rule::Mutation),
+            (Kill, Rule::Mutation),
+            (GetInfo, Rule::Read),
+            (RunCommand, Rule::Command),
+            (Observe, Rule::Observation),
+            (ObserveBatch, Rule::Batch),
+            (Encode, Rule::Shown),
+            (DiscoverSelection, Rule::Shown),
+        ] {
+            assert_eq!(rule(operation), expected, "{operation:?}");
+        }
+    }
+
     fn reference(allocation: &str) -> Reference {
         Reference::new("t", "e", allocation)
     }

@@ -70,7 +70,9 @@ use oac_contract::bounds::{MAX_OUTPUT_BYTES, MAX_STDIN_BYTES};
 
 /// The host's own Engine transport alone, without Wasm, broker, policy or
 /// boundary: what one Engine request costs natively, the floor the calls
-/// benchmark measures the host against.
+/// benchmark measures the host against. A test seam: reached through
+/// `crate::testing`, never by a component.
+#[doc(hidden)]
 #[derive(Clone)]
 pub struct DirectEngine(Engine);
 
