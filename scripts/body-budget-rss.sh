@@ -17,6 +17,7 @@ cat >"$dir/node.toml" <<TOML
 token_file = "$dir/token"
 installation = "inst-rss"
 plugins = "$PWD/target/plugins"
+registry = "$PWD/target/plugins/test-registry.toml"
 [listen]
 unix = "$dir/node.sock"
 [kinds.steerable]
@@ -41,7 +42,7 @@ stdin = base64.b64encode(b"x" * (50 << 20)).decode()
 body = json.dumps({"kind": "steerable", "timeout_ms": 120000, "call": {"run_command": {
     "reference": {"tenant_id": "t", "environment_id": "e", "allocation_id": "a"},
     "request": {"args": ["cat"], "stdin": stdin}}}}).encode()
-head = (f"POST /call HTTP/1.1\r\nhost: node\r\noac-protocol: oac-node/3\r\n"
+head = (f"POST /call HTTP/1.1\r\nhost: node\r\noac-protocol: oac-node/4\r\n"
         f"authorization: Bearer {token}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
 def peak():

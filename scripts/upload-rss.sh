@@ -26,6 +26,7 @@ peak() { # steering JSON, allocation -> peak RSS in KiB
     /usr/bin/time -f '%M' -o "$dir/rss" "$bin" call steerable get-info \
         --reference "t/e/$2" --docker-socket "$engine" \
         --container-policy "$dir/policy.toml" --budget-ms 60000 \
+        --registry target/plugins/test-registry.toml \
         --configuration "steerable=$1" >"$dir/out" 2>"$dir/err" || true
     tail -n 1 "$dir/rss"
 }

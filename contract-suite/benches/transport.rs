@@ -1009,7 +1009,11 @@ mod bare {
         let budget = Budget::from_millis(request.timeout_ms).ok()?;
         let outcome = match kind.get_info(reference, budget).await {
             Ok(info) => Outcome::Ok(Value::Info(info)),
-            Err(error) => Outcome::Error { error, info: None },
+            Err(error) => Outcome::Error {
+                error,
+                info: None,
+                record: None,
+            },
         };
         serde_json::to_vec(&outcome).ok()
     }
@@ -1180,7 +1184,14 @@ mod node_process {
             let budget = Budget::from_millis(10_000).expect("budget");
             let began = Instant::now();
             let remote = loop {
-                if let Ok(remote) = RemoteProvider::connect(client.clone(), KIND, budget).await {
+                if let Ok(remote) = RemoteProvider::connect(
+                    client.clone(),
+                    &sandbox_host::registry::Registry::builtin(),
+                    KIND,
+                    budget,
+                )
+                .await
+                {
                     break remote;
                 }
                 if let Some(status) = child.try_wait().expect("the node's status") {

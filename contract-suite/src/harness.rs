@@ -198,6 +198,8 @@ impl Harness {
             },
             node_artifacts: Vec::new(),
             suspension: None,
+            // The suite judges whatever the component declares.
+            unsupported: None,
         };
         let configuration = target
             .configuration

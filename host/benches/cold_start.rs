@@ -67,11 +67,13 @@ impl Node {
             // Every kind, two of them Docker kinds whose calls may each
             // hold an upload: more than the default memory budget allows.
             "token_file = \"{}\"\ninstallation = \"cold-start-bench\"\nplugins = \"{}\"\n\
+             registry = \"{}/test-registry.toml\"\n\
              memory_budget_mib = 20480\nstate_dir = \"{}\"\n[listen]\nunix = \"{}\"\n[log]\nlevel = \"warn\"\n\
              [kinds.e2b]\ncredential_file = \"{}\"\n[kinds.e2b.configuration]\n\
              template = \"oac-runtime:cold-start\"\napi_url = \"https://api.e2b-fixture.test\"\n\
              domain = \"e2b-fixture.test\"\ncpu_count = 2\nmemory_mb = 1024\n{}{}",
             path("token"),
+            plugins.display(),
             plugins.display(),
             path("state"),
             path("node.sock"),

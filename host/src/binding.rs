@@ -183,10 +183,16 @@ pub fn validate_node_binding(
     if !binding.configuration.is_object() {
         return invalid("configuration");
     }
-    if let Some(credential) = &binding.credential
-        && crate::credential::Checked::parse(&registration.credential_fields, credential).is_none()
+    if let Some((path, why)) = binding
+        .credential
+        .as_deref()
+        .and_then(|text| crate::credential::misfit(&registration.credential_fields, text))
     {
-        return invalid("credential");
+        return Err(RegistrationError::Credential {
+            kind: registration.kind.clone(),
+            path,
+            why,
+        });
     }
     Ok(())
 }
@@ -198,17 +204,28 @@ pub fn require_native(
     registration: &Registration,
     binding: &NodeBinding,
 ) -> Result<(), RegistrationError> {
-    let missing = |field| registration.invalid(field);
+    let missing = |what| {
+        Err(RegistrationError::Missing {
+            kind: registration.kind.clone(),
+            what,
+        })
+    };
     if registration.grants.docker {
         if binding.docker.socket.is_none() {
-            return missing("docker_socket");
+            return missing(
+                "a Docker Engine socket: `docker_socket` in its node configuration section (`--docker-socket` for the CLI)",
+            );
         }
         if binding.docker.policy.is_none() {
-            return missing("container_policy");
+            return missing(
+                "a container policy: `[kinds.<kind>.container_policy]` in the node configuration (`--container-policy` for the CLI)",
+            );
         }
     }
     if registration.grants.receipts && binding.receipts.is_none() {
-        return missing("state_dir");
+        return missing(
+            "a receipt store: `state_dir` in the node configuration (`--state-dir` for the CLI)",
+        );
     }
     Ok(())
 }
@@ -216,7 +233,8 @@ pub fn require_native(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Grants, steerable_row as row};
+    use crate::registry::Grants;
+    use crate::testing::steerable_row as row;
 
     fn test_policy() -> crate::capability::docker::policy::ContainerPolicy {
         let settings = crate::capability::docker::policy::PolicySettings {
@@ -307,13 +325,12 @@ mod tests {
         for (binding, field) in cases {
             let refused = validate_node_binding(&registration, &binding)
                 .and_then(|()| require_native(&registration, &binding));
-            assert_eq!(
-                refused,
-                Err(RegistrationError::InvalidField {
-                    kind: "steerable".into(),
-                    field
-                })
-            );
+            let named = match &refused {
+                Err(RegistrationError::InvalidField { field: named, .. }) => named.contains(field),
+                Err(RegistrationError::Missing { what, .. }) => what.contains(field),
+                _ => false,
+            };
+            assert!(named, "{field}: {refused:?}");
         }
         let ungranted = Registration {
             grants: Grants::default(),

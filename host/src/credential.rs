@@ -11,25 +11,8 @@
 use crate::bindings::exports::oac::sandbox_provider::configuration_adapter as adapter;
 use oac_provider_api::types::{Configuration, StoredConfiguration};
 
-/// Most fields a credential may declare.
-pub(crate) const MAX_FIELDS: usize = 8;
 /// Longest value of one field, in bytes.
 pub(crate) const MAX_FIELD_BYTES: usize = 8 << 10;
-
-/// Whether `name` may name a credential field: `[a-z][a-z0-9_]{0,63}`.
-pub(crate) fn is_field_name(name: &str) -> bool {
-    oac_contract::is_lowercase_name(name, 64, Some(b'_'))
-}
-
-/// Whether `fields` is a shape a registration may declare: at most
-/// [`MAX_FIELDS`] well-formed names, none twice. Empty means the kind takes
-/// no credential.
-pub(crate) fn is_shape(fields: &[String]) -> bool {
-    let unique: std::collections::BTreeSet<&str> = fields.iter().map(String::as_str).collect();
-    fields.len() <= MAX_FIELDS
-        && unique.len() == fields.len()
-        && fields.iter().all(|f| is_field_name(f))
-}
 
 /// A credential checked against its shape: its canonical JSON text (the
 /// declared fields, in order) and each field's length.
@@ -69,6 +52,28 @@ impl Checked {
         canonical.push('}');
         Some(Self { canonical, fields })
     }
+}
+
+/// What is wrong with credential `text` for `shape`, as a key path and a
+/// reason (never a value): `None` when it fits.
+pub(crate) fn misfit(shape: &[String], text: &str) -> Option<(String, &'static str)> {
+    if Checked::parse(shape, text).is_some() {
+        return None;
+    }
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(text) else {
+        return Some(("credential".into(), "is not a JSON object"));
+    };
+    for name in shape {
+        match object.get(name).and_then(|value| value.as_str()) {
+            None => return Some((format!("credential.{name}"), "is missing or not a string")),
+            Some("") => return Some((format!("credential.{name}"), "is empty")),
+            Some(value) if value.len() > MAX_FIELD_BYTES => {
+                return Some((format!("credential.{name}"), "is too long"));
+            }
+            Some(_) => {}
+        }
+    }
+    Some(("credential".into(), "has a field the kind does not declare"))
 }
 
 /// The credentials one configuration call was handed, by handle: equal
@@ -231,11 +236,15 @@ mod tests {
 
     #[test]
     fn a_shape_has_few_well_formed_unique_names() {
-        assert!(is_shape(&[]));
-        assert!(is_shape(&shape()));
-        assert!(!is_shape(&["api_key".into(), "api_key".into()]));
-        assert!(!is_shape(&["Api-Key".into()]));
-        assert!(!is_shape(&vec!["a".to_string(); MAX_FIELDS + 1]));
+        use oac_provider_api::registry::validate::{MAX_CREDENTIAL_FIELDS, is_credential_shape};
+        assert!(is_credential_shape(&[]));
+        assert!(is_credential_shape(&shape()));
+        assert!(!is_credential_shape(&["api_key".into(), "api_key".into()]));
+        assert!(!is_credential_shape(&["Api-Key".into()]));
+        assert!(!is_credential_shape(&vec![
+            "a".to_string();
+            MAX_CREDENTIAL_FIELDS + 1
+        ]));
     }
 
     #[test]

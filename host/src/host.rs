@@ -29,6 +29,17 @@ pub enum HostError {
     /// A registry row or node binding is malformed.
     #[error(transparent)]
     Registration(#[from] RegistrationError),
+    /// A direct kind's configured input can never work: every call would
+    /// fail. Named by key path, never by value.
+    #[error("kind `{kind}`: {path} {why}")]
+    Configured {
+        /// The kind.
+        kind: String,
+        /// The key path at fault, e.g. `credential.api_key`.
+        path: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A registered kind has no node binding.
     #[error("kind `{0}` has no node binding")]
     MissingBinding(String),
@@ -258,6 +269,20 @@ impl Host {
         let declaration =
             declaration::validate_declaration(&loaded.inventory, &entries).map_err(rejected)?;
         declaration::validate_binding(&declaration, registration.mode).map_err(rejected)?;
+        if !registration.pins(&declaration) {
+            let declared: Vec<String> = declaration
+                .by_name()
+                .into_iter()
+                .filter_map(|(operation, decision)| match decision {
+                    Decision::Unsupported(reason) => Some(format!("{operation} = \"{reason}\"")),
+                    Decision::Supported => None,
+                })
+                .collect();
+            return Err(HostError::Load(LoadError::NotAsPinned {
+                kind: kind.clone(),
+                declared: declared.join(", "),
+            }));
+        }
         let requirements = call::run(
             &loaded.pre,
             denied.clone(),
@@ -277,6 +302,39 @@ impl Host {
         declaration::validate_requirements(&declaration, &requirements, registration.mode)
             .map_err(rejected)?;
         Ok((declaration, requirements))
+    }
+
+    /// Refuses what can never work before anything is served: for every
+    /// loaded direct kind given a configuration or a credential, the
+    /// credential given must fit the kind's shape, and
+    /// the component's own `decode-input` must accept the configured public
+    /// object with it. `serve`, `call` and `validate` run it at start.
+    pub async fn check_configured(
+        &self,
+        bindings: &BTreeMap<String, NodeBinding>,
+    ) -> Result<(), HostError> {
+        for kind in self.kinds.values() {
+            let Some(binding) = bindings.get(kind.name()) else {
+                continue;
+            };
+            if let Err((path, why)) = kind.check_configured(binding).await {
+                return Err(HostError::Configured {
+                    kind: kind.name().to_string(),
+                    path,
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A registry of exactly the loaded kinds' rows: what a node built
+    /// with [`crate::transport::Node::new`] reports, and so the registry
+    /// Core's side must hold to talk to it (tests and benches; `serve`
+    /// reports the whole registry it was configured from).
+    pub fn loaded_registry(&self) -> crate::registry::Registry {
+        let rows = self.kinds().map(|kind| kind.registration.clone()).collect();
+        crate::registry::Registry::of(rows).unwrap_or_else(|_| crate::registry::Registry::builtin())
     }
 
     /// The loaded kinds, by name.

@@ -78,6 +78,19 @@ pub enum LoadError {
         /// The rule broken.
         error: DeclarationError,
     },
+    /// The component declares other operations (or other reasons) than
+    /// its registry row pins: Core, which reads the row, would expect
+    /// another provider than the one loaded.
+    #[error(
+        "kind `{kind}`: the component's declaration differs from the one its registry row pins; the component declares unsupported: {declared}"
+    )]
+    NotAsPinned {
+        /// The kind.
+        kind: String,
+        /// What the component declares unsupported, as the row's
+        /// `unsupported` table would say it (`operation = "reason"`, …).
+        declared: String,
+    },
     /// Calling `operations()` or `requirements()` at load failed (trap,
     /// budget, memory).
     #[error("kind `{kind}`: the declaration or requirements call did not complete")]

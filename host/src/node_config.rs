@@ -5,7 +5,7 @@
 
 use crate::binding::{self, NodeBinding};
 use crate::capability::docker::policy::{ContainerPolicy, PolicyError, PolicySettings};
-use crate::registry::{self, Registration, RegistrationError};
+use crate::registry::{self, Registration, RegistrationError, Registry, RegistryFileError};
 pub use crate::transport::listen::{DEFAULT_REQUEST_BODY_BUDGET_MIB, Listen, ListenError, Token};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -62,6 +62,8 @@ struct File {
     compile_cache: Option<PathBuf>,
     #[serde(default)]
     kinds: BTreeMap<String, KindSection>,
+    registry: Option<PathBuf>,
+    node_id: Option<String>,
 }
 
 fn default_in_flight() -> u32 {
@@ -97,6 +99,10 @@ pub struct NodeConfig {
     pub log: Logging,
     /// Where compiled components are kept between starts, if anywhere.
     pub compile_cache: Option<crate::compile_cache::CompileCache>,
+    /// The whole registry: the built-in rows and the operator's file's.
+    pub registry: Registry,
+    /// The node's identity, reported to Core beside the registry digest.
+    pub node_id: String,
     /// The served kinds' registry rows.
     pub registrations: Vec<Registration>,
     /// Their bindings.
@@ -126,8 +132,21 @@ pub enum ConfigError {
     #[error("{0}: out of range")]
     Range(&'static str),
     /// A kind is not in this host's registry.
-    #[error("kinds: `{0}` is not a registered kind")]
-    UnknownKind(String),
+    #[error(
+        "kinds: `{kind}` is not a registered kind (registered: {known}); an operator adds a kind as a row of the registry file `registry` names (docs/operating.md)"
+    )]
+    UnknownKind {
+        /// The kind asked for.
+        kind: String,
+        /// The registered kinds, comma-separated.
+        known: String,
+    },
+    /// The operator's registry file is refused.
+    #[error("registry: {0}")]
+    Registry(#[from] RegistryFileError),
+    /// `node_id` is malformed.
+    #[error("node_id: 1 to 64 characters of [A-Za-z0-9._-]")]
+    NodeId,
     /// No kind is served.
     #[error("kinds: at least one kind must be served")]
     NoKinds,
@@ -233,48 +252,36 @@ pub fn read_credential(path: &Path) -> Result<String, &'static str> {
     Ok(credential)
 }
 
-/// Decodes TOML into `T`. An error says where (the key path, or the line
-/// of a syntax error) and what was expected, never the value found there:
-/// a file may hold values that must not reach a log.
-pub fn decode_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    let line = |error: &toml::de::Error| {
-        let at = error.span().map_or(0, |span| span.start);
-        text[..at.min(text.len())].matches('\n').count() + 1
-    };
-    let deserializer = toml::Deserializer::parse(text)
-        .map_err(|error| format!("line {}: {}", line(&error), without_value(error.message())))?;
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let message = without_value(error.inner().message());
-        match error.path().to_string() {
-            path if path == "." => format!("line {}: {message}", line(error.inner())),
-            path => format!("`{path}`: {message}"),
-        }
-    })
-}
-
-/// serde's "invalid type: <found>, expected <wanted>" (and "invalid value",
-/// "unknown variant") name the value found; only what was expected is kept.
-fn without_value(message: &str) -> &str {
-    let names_value = ["invalid type", "invalid value", "unknown variant"]
-        .iter()
-        .any(|prefix| message.starts_with(prefix));
-    match message.find(", expected ") {
-        Some(at) if names_value => &message[at + 2..],
-        _ => message,
-    }
-}
+/// Decodes TOML into `T`; an error names where, never the value found (a
+/// file may hold values that must not reach a log). The registry's.
+pub use oac_provider_api::registry::decode_toml;
 
 impl NodeConfig {
-    /// Reads and validates the file at `path` against `table` (the registry).
+    /// Reads and validates the file at `path` against `table` (the
+    /// built-in rows) and the operator's registry file it names.
     pub fn load(path: &Path, table: &[Registration]) -> Result<Self, ConfigError> {
         let text =
             std::fs::read_to_string(path).map_err(|_| ConfigError::Read(path.to_path_buf()))?;
         Self::parse(&text, table)
     }
 
-    /// Validates configuration text against `table`.
+    /// Validates configuration text against `table` (the built-in rows)
+    /// and the operator's registry file it names.
     pub fn parse(text: &str, table: &[Registration]) -> Result<Self, ConfigError> {
         let file: File = decode_toml(text).map_err(ConfigError::Syntax)?;
+        let registry = Registry::extended(table.to_vec(), file.registry.as_deref())?;
+        let table = registry.rows();
+        let node_id = file
+            .node_id
+            .clone()
+            .unwrap_or_else(|| file.installation.clone());
+        let id_ok = (1..=64).contains(&node_id.len())
+            && node_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !id_ok {
+            return Err(ConfigError::NodeId);
+        }
         file.listen.check()?;
         if let Some(files) = &file.listen.tls {
             crate::transport::tls::server_config(files)?;
@@ -316,10 +323,12 @@ impl NodeConfig {
         let mut bindings = BTreeMap::new();
         let mut memory_mib = 0u64;
         for (kind, section) in file.kinds {
-            let registration = table
-                .iter()
-                .find(|row| row.kind == kind)
-                .ok_or_else(|| ConfigError::UnknownKind(kind.clone()))?;
+            let registration = table.iter().find(|row| row.kind == kind).ok_or_else(|| {
+                ConfigError::UnknownKind {
+                    kind: kind.clone(),
+                    known: registry.kinds().collect::<Vec<_>>().join(", "),
+                }
+            })?;
             let policy = &registration.policy;
             let concurrent = policy.max_concurrent_calls.min(file.max_in_flight);
             // A call of a Docker kind may hold one archive upload in the
@@ -400,6 +409,8 @@ impl NodeConfig {
             compile_cache,
             registrations,
             bindings,
+            node_id,
+            registry,
         })
     }
 }
@@ -514,7 +525,8 @@ extra_hosts = ["core.internal:10.0.0.1"]
                 &format!("state_dir = \"{}\"\n[listen]", state.display()),
             )
         };
-        let table = registry::builtin();
+        let mut table = registry::builtin();
+        table.push(crate::testing::steerable_direct_row());
         let config = NodeConfig::parse(&with_state(files.config(&direct)), &table).expect("valid");
         let binding = &config.bindings["steerable-direct"];
         assert_eq!(
@@ -532,7 +544,7 @@ extra_hosts = ["core.internal:10.0.0.1"]
         drop(config);
 
         assert!(
-            refusal(&files.config(&direct), &table).contains("invalid state_dir"),
+            refusal(&files.config(&direct), &table).contains("needs a receipt store: `state_dir`"),
             "a kind granted receipts needs state_dir"
         );
         let over_tcp = with_state(files.config(&direct)).replace(

@@ -39,3 +39,43 @@ pub async fn load_unpoliced(
     )
     .await
 }
+
+/// The row of the host's self-test component as a node kind: it exercises
+/// every capability and rule. Not a built-in kind (operators never run
+/// it): tests build their tables from it, and `cargo xtask build-plugins`
+/// stages it in `target/plugins/test-registry.toml` for the CLI's tests.
+/// It pins no declaration, so a test may steer the component's.
+pub fn steerable_row() -> Registration {
+    use crate::registry::{DigestSource, Grants, Mode, Policy};
+    Registration {
+        kind: "steerable".into(),
+        mode: Mode::Nodes,
+        component: "steerable.wasm".into(),
+        digest: DigestSource::Staged,
+        credential_fields: Vec::new(),
+        grants: Grants {
+            docker: true,
+            ..Grants::default()
+        },
+        policy: Policy::default(),
+        node_artifacts: Vec::new(),
+        suspension: None,
+        unsupported: None,
+    }
+}
+
+/// The self-test component as a direct kind: what runs on Core's side, with
+/// a credential and durable receipts (and so settlement records).
+pub fn steerable_direct_row() -> Registration {
+    use crate::registry::{Grants, Mode};
+    Registration {
+        kind: "steerable-direct".into(),
+        mode: Mode::Direct,
+        credential_fields: vec!["api_key".into()],
+        grants: Grants {
+            receipts: true,
+            ..Grants::default()
+        },
+        ..steerable_row()
+    }
+}

@@ -12,6 +12,8 @@
 //! - [`wire`], [`client`], [`proxy`]: the node protocol, its raw client,
 //!   and [`RemoteProvider`], a kind served by a node behind the same
 //!   interface as a kind loaded in-process by the host.
+//! - [`registry`]: the one registry table (built-in rows and an
+//!   operator's file) both the node and Core's side read.
 //! - [`own_wakes`]: how the client and the node poll a connection and its
 //!   exchange in one task without the task waking itself.
 //!
@@ -26,6 +28,7 @@ pub mod own_wakes;
 pub mod police;
 pub mod provider;
 pub mod proxy;
+pub mod registry;
 pub mod secrets;
 pub mod types;
 pub mod wire;

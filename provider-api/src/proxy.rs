@@ -10,17 +10,25 @@
 //! for commands, `observation_unavailable` for observations), and nothing
 //! is ever sent twice.
 //!
-//! A failed mutation keeps its info only when it is settlement evidence for
-//! the exact reference asked about: `create_settled`, the same reference,
-//! and either settled absence with no provider id, or a provider id for
-//! compute that is present. Anything else is dropped, so a confused or
-//! compromised node cannot hand Core evidence about another allocation.
+//! Core's side does not take a kind from the node: its mode, grants and
+//! declaration come from Core's own copy of the registry, and a node whose
+//! registry digest differs is refused ([`wire::REGISTRY_MISMATCH`]).
+//!
+//! Answers are policed as in process, by the same evidence rule: a
+//! `create_settled` claim of GetInfo, Renew or Kill stands only on the
+//! host's settlement record, which the node sends with the answer
+//! ([`wire::OnRecord`]) and the proxy believes only for a kind whose
+//! registration keeps records. A failed mutation keeps its info only when
+//! it is settlement evidence for the exact reference asked about, so a
+//! confused or compromised node cannot hand Core evidence about another
+//! allocation. Every rewrite of an answer is logged with its rule.
 
 use crate::budget::Budget;
 use crate::client::{NodeClient, TransportError};
 use crate::declaration::{self, Decision, Declaration, DeclarationError, Inventory};
-use crate::police;
+use crate::police::{self, Evidence};
 use crate::provider::{CheckpointProvider, SandboxProvider};
+use crate::registry::{Registration, Registry};
 use crate::types::{
     Bootstrap, Command, CommandResult, Compute, ComputeState, Configuration, Diagnostic, Error,
     Failure, Info, Reference, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest, Target,
@@ -37,6 +45,26 @@ pub enum ProxyError {
     /// The node does not serve the kind.
     #[error("the node does not serve kind `{0}`")]
     UnknownKind(String),
+    /// Core's registry has no such kind.
+    #[error("`{0}` is not a kind of this registry")]
+    Unregistered(String),
+    /// The node's registry is not Core's
+    /// ([`wire::REGISTRY_MISMATCH`]): the two would disagree on what a
+    /// kind is, so nothing is sent to it.
+    #[error(
+        "registry_mismatch: node `{node}` serves registry {theirs}, this side holds {ours}; give both the same registry file"
+    )]
+    RegistryMismatch {
+        /// The node's identity as it reports it.
+        node: String,
+        /// The node's digest.
+        theirs: String,
+        /// Core's digest.
+        ours: String,
+    },
+    /// The node declares the kind otherwise than Core's registry pins.
+    #[error("the node declares `{0}` otherwise than the registry pins")]
+    NotAsPinned(String),
     /// The node's declaration of the kind breaks the contract.
     #[error("the node's declaration of `{kind}` breaks the contract: {why}")]
     Declaration {
@@ -52,14 +80,18 @@ pub struct RemoteProvider {
     client: NodeClient,
     kind: String,
     declaration: Declaration,
+    /// Whether the kind's registration keeps settlement records (Core's
+    /// copy of the registry says so, not the node).
+    keeps_records: bool,
 }
 
 /// What came back for one forwarded operation, before it is shaped.
 enum Answer {
     /// The operation's value.
     Value(Value),
-    /// A fixed error code, with the info the node attached.
-    Failed(Error, Option<Info>),
+    /// A fixed error code, with the info the node attached and the
+    /// settlement record it says the info rests on.
+    Failed(Error, Option<Info>, Option<police::Settled>),
     /// No answer that proves anything.
     Unknown,
 }
@@ -116,7 +148,7 @@ fn expect<T>(
 ) -> Result<T, Error> {
     match answer {
         Answer::Value(value) => pick(value).ok_or(unknown),
-        Answer::Failed(error, _) => Err(error),
+        Answer::Failed(error, ..) => Err(error),
         Answer::Unknown => Err(unknown),
     }
 }
@@ -124,6 +156,7 @@ fn expect<T>(
 fn info(value: Value) -> Option<Info> {
     match value {
         Value::Info(info) => Some(info),
+        Value::InfoOnRecord(on_record) => Some(on_record.info),
         _ => None,
     }
 }
@@ -153,27 +186,94 @@ fn done(value: Value) -> Option<()> {
     matches!(value, Value::Done).then_some(())
 }
 
-/// A mutation's answer, policed like an in-process kind's.
-#[allow(clippy::result_large_err)] // `Failure` is the contract's shape
-fn mutation(operation: Operation, answer: Answer, allocation: &Reference) -> Result<Info, Failure> {
-    let answer = match answer {
-        Answer::Failed(error, info) => Err(Failure { error, info }),
-        other => expect(other, Error::ComputeUnconfirmed, info).map_err(Failure::from),
+/// The proxy's declaration of `kind`: the forwarded operations as Core's
+/// registry pins them (and as the node must declare them too), or, for a
+/// row that pins none (tables tests build), as the node declares them; the
+/// operations a node never forwards are unsupported.
+fn declaration_of(
+    row: &Registration,
+    served: &wire::KindDeclaration,
+) -> Result<Declaration, ProxyError> {
+    let from_node = proxy_declaration(&row.kind, served)?;
+    if row.unsupported.is_none() {
+        return Ok(from_node);
+    }
+    let pinned: Vec<(String, Decision)> = Operation::forwarded_operations()
+        .filter_map(|operation| Some((operation.name().to_string(), row.pinned(operation)?)))
+        .collect();
+    let served_pinned = wire::KindDeclaration {
+        operations: pinned
+            .iter()
+            .map(|(name, decision)| {
+                let support = match decision {
+                    Decision::Supported => wire::Support::Supported,
+                    Decision::Unsupported(reason) => wire::Support::Unsupported(reason.clone()),
+                };
+                (name.clone(), support)
+            })
+            .collect(),
     };
-    // The node's listing does not say what a kind's answers rest on, so
-    // the proxy holds them to the strict rule.
-    police::mutation(operation, answer, allocation, &police::Evidence::Answer)
+    let ours = proxy_declaration(&row.kind, &served_pinned)?;
+    if ours != from_node {
+        return Err(ProxyError::NotAsPinned(row.kind.clone()));
+    }
+    Ok(ours)
+}
+
+/// What an answer's settlement claim rests on: the record the node sent,
+/// when the kind's registration keeps records; else nothing but the answer.
+fn evidence(keeps_records: bool, record: Option<police::Settled>) -> Evidence {
+    match record {
+        Some(record) if keeps_records => Evidence::Recorded(record),
+        _ => Evidence::Answer,
+    }
+}
+
+/// The record an answer says its claim rests on.
+fn record_of(answer: &Answer) -> Option<police::Settled> {
+    match answer {
+        Answer::Value(Value::InfoOnRecord(on_record)) => Some(on_record.record.clone()),
+        Answer::Failed(_, _, record) => record.clone(),
+        _ => None,
+    }
+}
+
+/// Logs when policing changed what the node answered, naming the rule.
+fn log_rewrite<T: PartialEq>(kind: &str, operation: Operation, before: &T, after: &T, rule: &str) {
+    if before != after {
+        tracing::warn!(
+            kind,
+            operation = operation.name(),
+            rule,
+            event = "answer_rewritten",
+            "the node's answer was not accepted as given"
+        );
+    }
 }
 
 impl RemoteProvider {
-    /// Asks the node for `kind`'s declaration and checks it: the required
-    /// five supported, checkpoint all or nothing, reasons well-formed.
+    /// Connects to `kind` on the node: refused unless the node holds the
+    /// same registry as `registry` (Core's own copy), serves the kind, and
+    /// declares it as the registry pins (the required five supported,
+    /// checkpoint all or nothing, reasons well-formed).
     pub async fn connect(
         client: NodeClient,
+        registry: &Registry,
         kind: &str,
         budget: Budget,
     ) -> Result<Self, ProxyError> {
         let listed = client.kinds(budget).await?;
+        let ours = registry.digest();
+        if listed.registry != ours {
+            return Err(ProxyError::RegistryMismatch {
+                node: listed.node,
+                theirs: listed.registry,
+                ours,
+            });
+        }
+        let row = registry
+            .get(kind)
+            .ok_or_else(|| ProxyError::Unregistered(kind.to_string()))?;
         let served = listed
             .kinds
             .get(kind)
@@ -181,8 +281,28 @@ impl RemoteProvider {
         Ok(Self {
             client,
             kind: kind.to_string(),
-            declaration: proxy_declaration(kind, served)?,
+            declaration: declaration_of(row, served)?,
+            keeps_records: row.keeps_settlement_records(),
         })
+    }
+
+    /// A mutation's answer, policed like an in-process kind's, on the
+    /// evidence the node sent if the registry lets the kind have it.
+    #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
+    fn mutation(
+        &self,
+        operation: Operation,
+        answer: Answer,
+        allocation: &Reference,
+    ) -> Result<Info, Failure> {
+        let evidence = evidence(self.keeps_records, record_of(&answer));
+        let answer = match answer {
+            Answer::Failed(error, info, _) => Err(Failure { error, info }),
+            other => expect(other, Error::ComputeUnconfirmed, info).map_err(Failure::from),
+        };
+        let policed = police::mutation(operation, answer.clone(), allocation, &evidence);
+        log_rewrite(&self.kind, operation, &answer, &policed, "mutation");
+        policed
     }
 
     /// The served kind's name.
@@ -194,13 +314,17 @@ impl RemoteProvider {
     async fn forward(&self, call: Call, budget: Budget) -> Answer {
         match self.client.call(&self.kind, budget, call).await {
             Ok(Outcome::Ok(value)) => Answer::Value(value),
-            Ok(Outcome::Error { error, info }) => match error {
+            Ok(Outcome::Error {
+                error,
+                info,
+                record,
+            }) => match error {
                 // `unsupported` from an operation declared supported
                 // contradicts the declaration: the outcome is unknown.
                 Error::Unsupported(_) => Answer::Unknown,
-                error => Answer::Failed(error, info),
+                error => Answer::Failed(error, info, record),
             },
-            Err(TransportError::Refused("invalid")) => Answer::Failed(Error::Invalid, None),
+            Err(TransportError::Refused("invalid")) => Answer::Failed(Error::Invalid, None, None),
             Err(_) => Answer::Unknown,
         }
     }
@@ -232,29 +356,29 @@ impl SandboxProvider for RemoteProvider {
     async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
         let allocation = request.reference.clone();
         let answer = self.checked(Call::Create(request), budget).await?;
-        mutation(Operation::Create, answer, &allocation)
+        self.mutation(Operation::Create, answer, &allocation)
     }
 
     async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
         let call = Call::GetInfo(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        police::read(
-            expect(answer, Error::ComputeUnconfirmed, info),
-            &allocation,
-            &police::Evidence::Answer,
-        )
+        let evidence = evidence(self.keeps_records, record_of(&answer));
+        let answer = expect(answer, Error::ComputeUnconfirmed, info);
+        let policed = police::read(answer.clone(), &allocation, &evidence);
+        log_rewrite(&self.kind, Operation::GetInfo, &answer, &policed, "read");
+        policed
     }
 
     async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let call = Call::Renew(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        mutation(Operation::Renew, answer, &allocation)
+        self.mutation(Operation::Renew, answer, &allocation)
     }
 
     async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
         let call = Call::Kill(allocation.clone());
         let answer = self.checked(call, budget).await?;
-        mutation(Operation::Kill, answer, &allocation)
+        self.mutation(Operation::Kill, answer, &allocation)
     }
 
     async fn run_command(
@@ -480,6 +604,41 @@ mod tests {
 
     fn checkpoint(operation: Operation) -> bool {
         operation.interface() == Interface::CheckpointProvider
+    }
+
+    /// A node's record counts only where Core's registry row keeps
+    /// records; then the claim must still agree with it.
+    #[test]
+    fn a_record_is_believed_only_for_a_kind_that_keeps_records() {
+        let settled = police::Settled::Present("id-1".into());
+        assert_eq!(
+            evidence(true, Some(settled.clone())),
+            Evidence::Recorded(settled.clone())
+        );
+        assert_eq!(evidence(false, Some(settled.clone())), Evidence::Answer);
+        assert_eq!(evidence(true, None), Evidence::Answer);
+        let allocation = crate::types::Reference::new("t", "e", "a");
+        let claim = Info {
+            reference: allocation.clone(),
+            provider_id: Some("id-1".into()),
+            state: crate::types::LifecycleState::Running,
+            bootstrap_complete: true,
+            create_settled: true,
+        };
+        let on_record = |keeps| {
+            let answer = Answer::Value(Value::InfoOnRecord(wire::OnRecord {
+                info: claim.clone(),
+                record: settled.clone(),
+            }));
+            let evidence = evidence(keeps, record_of(&answer));
+            police::read(
+                expect(answer, Error::ComputeUnconfirmed, info),
+                &allocation,
+                &evidence,
+            )
+        };
+        assert_eq!(on_record(true), Ok(claim.clone()));
+        assert_eq!(on_record(false), Err(Error::ComputeUnconfirmed));
     }
 
     #[test]

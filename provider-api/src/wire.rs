@@ -4,7 +4,7 @@
 //! [`crate::types`], unchanged. Decoding is strict.
 //!
 //! The protocol is HTTP/1.1 on a Unix socket or TCP. Every request and
-//! answer carries `oac-protocol: oac-node/3` (matched exactly, no fallback)
+//! answer carries `oac-protocol: oac-node/4` (matched exactly, no fallback)
 //! and every request `authorization: Bearer <token>` (compared in constant
 //! time). Endpoints:
 //!
@@ -15,7 +15,9 @@
 //!   [`Request`] frame answered by an [`Answer`] frame (see [`frame`]), with
 //!   no HTTP per call. What a call may be and what it answers are those of
 //!   `POST /call`.
-//! - `GET /kinds` — the served kinds' declarations ([`Kinds`]).
+//! - `GET /kinds` — the node's registry digest and identity, and the served
+//!   kinds' declarations and component digests ([`Kinds`]). Core's side
+//!   refuses a node whose registry digest is not its own.
 //! - `GET /health` — readiness from each kind's probe ([`Health`]); HTTP 200
 //!   when ready, 503 otherwise.
 //!
@@ -23,6 +25,7 @@
 //! or out-of-range input, too many operations in flight) gets a 4xx/5xx
 //! [`Refusal`] and was not executed.
 
+use crate::police::Settled;
 use crate::types::present;
 use crate::types::{
     Bootstrap, Command, CommandResult, Compute, ComputeState, Diagnostic, Error, Info, Reference,
@@ -34,7 +37,7 @@ use serde::{Deserialize, Serialize};
 /// The header naming the protocol version on every request and answer.
 pub const PROTOCOL_HEADER: &str = "oac-protocol";
 /// The one protocol version this build speaks.
-pub const PROTOCOL_VERSION: &str = "oac-node/3";
+pub const PROTOCOL_VERSION: &str = "oac-node/4";
 /// Largest request body: 50 MiB + 32 bytes of stdin as base64, plus room
 /// for the envelope.
 pub const MAX_REQUEST_BYTES: usize = 72 << 20;
@@ -116,6 +119,10 @@ pub mod frame {
         frame
     }
 }
+
+/// The code Core's side refuses a node with whose registry digest is not
+/// its own: the two would disagree on what a kind is.
+pub const REGISTRY_MISMATCH: &str = "registry_mismatch";
 
 /// The codes a node refuses a request with (nothing was executed).
 pub const REFUSALS: [&str; 7] = [
@@ -274,6 +281,11 @@ pub struct Request {
 pub enum Value {
     /// create, get-info, renew, kill.
     Info(Info),
+    /// get-info, renew, kill whose `create_settled` claim rests on the
+    /// host's own settlement record (docs/evidence.md): the info and the
+    /// record. Core's side believes it only for a kind whose registration
+    /// (in its own copy of the registry) keeps records.
+    InfoOnRecord(OnRecord),
     /// run-command, run-command-compute.
     CommandResult(CommandResult),
     /// observe.
@@ -285,6 +297,16 @@ pub enum Value {
     ComputeState(Box<ComputeState>),
     /// kill-compute, delete-snapshot.
     Done,
+}
+
+/// An answer's info and the settlement record its claim rests on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnRecord {
+    /// The answer.
+    pub info: Info,
+    /// What the host recorded the allocation's Create settled to.
+    pub record: Settled,
 }
 
 /// The body of a `POST /call` answer (HTTP 200): the operation's outcome.
@@ -304,6 +326,14 @@ pub enum Outcome {
             deserialize_with = "present"
         )]
         info: Option<Info>,
+        /// The host's settlement record `info`'s claim rests on, for a
+        /// get-info, renew or kill (see [`Value::InfoOnRecord`]).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "present"
+        )]
+        record: Option<Settled>,
     },
 }
 
@@ -350,14 +380,24 @@ pub enum Support {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Kinds {
+    /// The node's registry digest ([`crate::registry::Registry::digest`]).
+    pub registry: String,
+    /// The node's identity (its configuration's `node_id`).
+    pub node: String,
     /// Served kind → its declaration.
     pub kinds: std::collections::BTreeMap<String, KindDeclaration>,
+    /// Served kind → the SHA-256 of the component it loaded (hex).
+    pub components: std::collections::BTreeMap<String, String>,
 }
 
 /// The body of `GET /health`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Health {
+    /// The node's registry digest.
+    pub registry: String,
+    /// The node's identity.
+    pub node: String,
     /// True when every served kind reports no diagnostic.
     pub ready: bool,
     /// Served kind → its diagnostics (empty when ready).
@@ -427,6 +467,7 @@ mod tests {
         let failed = Outcome::Error {
             error: Error::Exists,
             info: None,
+            record: None,
         };
         assert_eq!(
             serde_json::to_string(&failed).expect("json"),
@@ -446,6 +487,7 @@ mod tests {
         let outcome = Outcome::Error {
             error: Error::NotFound,
             info: None,
+            record: None,
         };
         let json = serde_json::to_vec(&outcome).expect("json");
         for last in [false, true] {

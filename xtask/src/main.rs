@@ -89,6 +89,33 @@ fn stage(component: &Path, out: &Path, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes `out/test-registry.toml` from `plugins/steerable/registry.toml`,
+/// each placeholder `@sha256 FILE@` replaced by the digest staged beside `<file>`:
+/// the test kinds as an operator's registry file pins them.
+fn stage_test_registry(out: &Path) -> Result<()> {
+    let template = workspace_root().join("plugins/steerable/registry.toml");
+    let mut text = std::fs::read_to_string(&template)
+        .with_context(|| format!("reading {}", template.display()))?;
+    while let Some(start) = text.find("@sha256 ") {
+        let rest = &text[start + "@sha256 ".len()..];
+        let end = rest
+            .find('@')
+            .context("an unterminated @sha256 placeholder")?;
+        let file = rest[..end].to_string();
+        let staged = std::fs::read_to_string(out.join(format!("{file}.sha256")))
+            .with_context(|| format!("the digest of {file} (is it a plugin?)"))?;
+        let digest = staged
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        text.replace_range(start..start + "@sha256 ".len() + end + 1, &digest);
+    }
+    std::fs::write(out.join("test-registry.toml"), text).context("writing test-registry.toml")?;
+    eprintln!("  test-registry.toml (the test kinds, digests pinned)");
+    Ok(())
+}
+
 fn build_plugins(out: &Path) -> Result<()> {
     let root = workspace_root();
     let built = root.join("plugins/target/wasm32-wasip2/release");
@@ -123,6 +150,7 @@ fn build_plugins(out: &Path) -> Result<()> {
             .into_owned();
         stage(component, &out, &name)?;
     }
+    stage_test_registry(&out)?;
     eprintln!(
         "[3/3] building the contract suite's {} mutants",
         MUTANTS.len() + E2B_MUTANTS.len()

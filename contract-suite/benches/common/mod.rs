@@ -166,6 +166,7 @@ impl ServedNode {
         std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
             .expect("chmod");
         let token = Token::read(&token_file).expect("token");
+        let registry = host.loaded_registry();
         let node = Node::new(host, token.clone(), 64);
         let listen = Listen {
             unix: Some(socket.clone()),
@@ -181,7 +182,9 @@ impl ServedNode {
         let client = NodeClient::new(&Endpoint::Unix(socket), token.expose()).expect("client");
         let mut remote = None;
         for _ in 0..200 {
-            if let Ok(proxy) = RemoteProvider::connect(client.clone(), KIND, budget).await {
+            if let Ok(proxy) =
+                RemoteProvider::connect(client.clone(), &registry, KIND, budget).await
+            {
                 remote = Some(proxy);
                 break;
             }

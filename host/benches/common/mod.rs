@@ -50,8 +50,11 @@ pub(crate) fn one_request_row() -> Registration {
     }
 }
 
-/// The registry table's row for `kind`.
+/// The row of `kind`: a built-in one, or the steerable test kind.
 pub(crate) fn builtin_row(kind: &str) -> Registration {
+    if kind == "steerable" {
+        return sandbox_host::testing::steerable_row();
+    }
     registry::builtin()
         .into_iter()
         .find(|row| row.kind == kind)

@@ -49,22 +49,10 @@ use scope::CallScope;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The capabilities a kind's component may use; everything else is denied.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Grants {
-    /// The Docker Engine capability (node kinds only).
-    pub docker: docker::Grant,
-    /// Origins (`scheme://host[:port]`) the HTTP capability may reach.
-    pub http_origins: Vec<String>,
-    /// Which of `http_origins` receive the credential (in the header the
-    /// component names): exact origins, never a pattern. A request for the
-    /// credential to any other origin is refused before it is sent.
-    pub credential_origins: Vec<String>,
-    /// The durable receipt store (the binding supplies it).
-    pub receipts: receipts::Grant,
-    /// HTTP origins the kind's configuration names.
-    pub http_endpoint: Option<http::EndpointGrant>,
-}
+/// What a registry row grants, one field per capability. It is the
+/// registry's type (Core's side reads it too); each capability names its
+/// own part as its `Grant`.
+pub use oac_provider_api::registry::Grants;
 
 /// What a native request does, by capability: what the boundary's hook
 /// sees.

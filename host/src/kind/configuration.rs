@@ -71,7 +71,7 @@ impl Kind {
     /// out (any other handle is the unknown outcome), and an answer that
     /// carries any of them, in any obvious encoding, in its public or
     /// metadata text not accepted.
-    fn configured<T, U: Shown>(
+    fn configured<T, U: Shown + Clone + PartialEq>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
@@ -94,7 +94,7 @@ impl Kind {
 
     /// [`Self::plain`] for an answer Core may show and log: one carrying
     /// any of `secrets`, in any obvious encoding, is not accepted.
-    pub(super) fn shown<T, U: From<T> + Shown>(
+    pub(super) fn shown<T, U: From<T> + Shown + Clone + PartialEq>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,
@@ -122,6 +122,58 @@ impl Kind {
     /// Handles for the credentials of one configuration call.
     fn handed(&self) -> Handed<'_> {
         Handed::new(&self.registration.credential_fields)
+    }
+}
+
+impl Kind {
+    /// What `binding` gives a direct kind, checked as [`Host::check_configured`]
+    /// describes (unless it gives nothing at all); the key path and reason
+    /// of the first fault.
+    ///
+    /// [`Host::check_configured`]: crate::Host::check_configured
+    pub(crate) async fn check_configured(
+        &self,
+        binding: &crate::NodeBinding,
+    ) -> Result<(), (String, &'static str)> {
+        if self.registration.mode != crate::registry::Mode::Direct {
+            return Ok(());
+        }
+        let nothing_given = binding.credential.is_none()
+            && binding
+                .configuration
+                .as_object()
+                .is_some_and(|object| object.is_empty());
+        if nothing_given {
+            // `validate` or `describe` of a kind given nothing to check.
+            return Ok(());
+        }
+        let shape = &self.registration.credential_fields;
+        let credential = binding.credential.clone();
+        // Whether one is required is the component's requirements' to say,
+        // and loading already refused a required one that is missing.
+        if let Some(fault) = credential
+            .as_deref()
+            .and_then(|text| crate::credential::misfit(shape, text))
+        {
+            return Err(fault);
+        }
+        if !self.declaration.supports(Operation::DecodeInput) {
+            return Ok(());
+        }
+        let public = binding.configuration.to_string();
+        let budget =
+            Budget::from_millis(self.registration.policy.default_budget_ms).unwrap_or(Budget::MAX);
+        match self.decode_input(public, credential, budget).await {
+            Ok(_) => Ok(()),
+            Err(Error::Invalid) => Err((
+                "configuration".into(),
+                "is refused by the component's decode-input (invalid); see `describe` for what the kind takes",
+            )),
+            Err(_) => Err((
+                "configuration".into(),
+                "could not be checked: the component's decode-input did not answer",
+            )),
+        }
     }
 }
 

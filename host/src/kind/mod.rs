@@ -126,6 +126,7 @@ impl Kind {
     /// ([`RunsToEnd`]) or its budget ends with native work in flight.
     async fn run<R, C>(
         &self,
+        operation: Operation,
         input: CallInput,
         budget: Budget,
         call: C,
@@ -155,27 +156,33 @@ impl Kind {
         // The caller's answer comes at the deadline; the call itself goes on
         // holding the turn until its native work in flight has ended
         // ([`call`]).
-        let running = RunsToEnd::new(async move {
-            let held = (fenced, turn, permit);
-            let outcome = call::run(
-                &pre,
-                capabilities,
-                input,
-                &policy,
-                deadline,
-                async move |provider, store| call(provider, store).await,
-            )
-            .await;
-            let then = match (&outcome, then) {
-                (Ok(answer), Some(then)) => Some(then(answer)),
-                _ => None,
-            };
-            if let Some(then) = then {
-                then.await;
-            }
-            drop(held);
-            outcome
-        });
+        // What the capabilities log of the call (a policy's refusals) names
+        // its kind and operation.
+        let span = tracing::warn_span!("call", kind = %self.registration.kind, operation = operation.name());
+        let running = RunsToEnd::new(tracing::Instrument::instrument(
+            async move {
+                let held = (fenced, turn, permit);
+                let outcome = call::run(
+                    &pre,
+                    capabilities,
+                    input,
+                    &policy,
+                    deadline,
+                    async move |provider, store| call(provider, store).await,
+                )
+                .await;
+                let then = match (&outcome, then) {
+                    (Ok(answer), Some(then)) => Some(then(answer)),
+                    _ => None,
+                };
+                if let Some(then) = then {
+                    then.await;
+                }
+                drop(held);
+                outcome
+            },
+            span,
+        ));
         let outcome = tokio::time::timeout_at(deadline.into(), running)
             .await
             .unwrap_or(Err(Aborted::Expired));
@@ -227,7 +234,7 @@ impl Kind {
         // Observations prove nothing about a Create and may change nothing,
         // so they need not wait for one (and a batch would otherwise wait
         // for up to 100 turns): only a changing call takes a turn.
-        self.run(input, budget, call, None)
+        self.run(operation, input, budget, call, None)
             .await
             .map_err(|_| police::unknown(operation))
     }
@@ -257,8 +264,8 @@ impl Kind {
         policed: impl FnOnce(Result<U, F>) -> Result<U, F>,
     ) -> Result<U, F>
     where
-        U: From<T> + Shown,
-        F: From<E> + From<Error> + Shown,
+        U: From<T> + Shown + Clone + PartialEq,
+        F: From<E> + From<Error> + Shown + Clone + PartialEq,
     {
         let component = match raw {
             Err(host) => return Err(host.into()),
@@ -266,7 +273,19 @@ impl Kind {
         };
         match self.policing {
             Policing::Enforced => {
+                // Kept only to say so when policing changes the answer
+                // (e.g. drops a failure's info that proves nothing).
+                let given = tracing::enabled!(tracing::Level::DEBUG).then(|| component.clone());
                 let answer = policed(component);
+                if given.is_some_and(|given| given != answer) {
+                    tracing::debug!(
+                        kind = %self.registration.kind,
+                        operation = operation.name(),
+                        rule = ?police::rule(operation),
+                        event = "answer_rewritten",
+                        "the component's answer was not accepted as given"
+                    );
+                }
                 if self.capabilities.secrets().found_in_any(answer.shown()) {
                     tracing::warn!(kind = %self.registration.kind, event = "credential_in_answer", "answer refused");
                     return Err(police::unknown(operation).into());
@@ -279,7 +298,7 @@ impl Kind {
 
     /// [`Self::finish`] for a plain operation: `unsupported` from an
     /// operation declared supported is its unknown outcome.
-    fn plain<T, U: From<T> + Shown>(
+    fn plain<T, U: From<T> + Shown + Clone + PartialEq>(
         &self,
         operation: Operation,
         raw: Result<Result<T, wit::Error>, Error>,

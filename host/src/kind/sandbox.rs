@@ -15,53 +15,17 @@ fn with_evidence<T>(raw: Result<(T, Evidence), Error>) -> (Result<T, Error>, Evi
     }
 }
 
+/// GetInfo, Renew and Kill with what their settlement claim rested on: the
+/// node sends the host's record with an answer that claims settlement on
+/// it, so that Core's side judges it by the same rule.
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
-impl SandboxProvider for Kind {
-    type Checkpoint<'a> = &'a Kind;
-
-    fn declaration(&self) -> &Declaration {
-        &self.declaration
-    }
-
-    fn checkpoint(&self) -> Option<&Kind> {
-        self.declaration.supports_checkpoint().then_some(self)
-    }
-
-    async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
-        if !input::bootstrap(&request) || !self.capabilities.enforces(request.network_access) {
-            return Err(Error::Invalid.into());
-        }
-        let allocation = request.reference.clone();
-        let credential = request.daemon_credential.clone();
-        let daemon_credential = Secrets::new([credential.as_str()]);
-        let input = request.into();
-        let scope = on(&allocation);
-        self.admit(Operation::Create, &scope, true)?;
-        let raw = self
-            .run(
-                CallInput::from(scope).keeping([credential]),
-                budget,
-                move |p, s| {
-                    Box::pin(
-                        async move { p.sandbox_provider(&mut *s)?.call_create(s, &input).await },
-                    )
-                },
-                self.record_settlement(&allocation),
-            )
-            .await
-            .map_err(|_| police::unknown(Operation::Create));
-        let answer = self.finish(Operation::Create, raw, |a| {
-            police::mutation(Operation::Create, a, &allocation, &Evidence::Answer)
-        });
-        // The daemon credential goes into the compute, never back to Core.
-        if self.policing == Policing::Enforced && daemon_credential.found_in_any(answer.shown()) {
-            tracing::warn!(kind = %self.registration.kind, event = "credential_in_answer", "answer refused");
-            return Err(police::unknown(Operation::Create).into());
-        }
-        answer
-    }
-
-    async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
+impl Kind {
+    /// [`SandboxProvider::get_info`] and what its claim rested on.
+    pub async fn get_info_on_record(
+        &self,
+        allocation: Reference,
+        budget: Budget,
+    ) -> (Result<Info, Error>, Evidence) {
         let input = allocation.clone().into();
         let recorded = self.recorded(&allocation);
         let raw = self
@@ -76,12 +40,18 @@ impl SandboxProvider for Kind {
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(Operation::GetInfo, raw, |a| {
+        let answer = self.finish(Operation::GetInfo, raw, |a| {
             police::read(a, &allocation, &evidence)
-        })
+        });
+        (answer, evidence)
     }
 
-    async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+    /// [`SandboxProvider::renew`] and what its claim rested on.
+    pub async fn renew_on_record(
+        &self,
+        allocation: Reference,
+        budget: Budget,
+    ) -> (Result<Info, Failure>, Evidence) {
         let input = allocation.clone().into();
         let recorded = self.recorded(&allocation);
         let raw = self
@@ -96,12 +66,18 @@ impl SandboxProvider for Kind {
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(Operation::Renew, raw, |a| {
+        let answer = self.finish(Operation::Renew, raw, |a| {
             police::mutation(Operation::Renew, a, &allocation, &evidence)
-        })
+        });
+        (answer, evidence)
     }
 
-    async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+    /// [`SandboxProvider::kill`] and what its claim rested on.
+    pub async fn kill_on_record(
+        &self,
+        allocation: Reference,
+        budget: Budget,
+    ) -> (Result<Info, Failure>, Evidence) {
         let input = allocation.clone().into();
         let recorded = self.recorded(&allocation);
         let checked = self.policing == Policing::Enforced;
@@ -131,9 +107,70 @@ impl SandboxProvider for Kind {
             })
             .await;
         let (raw, evidence) = with_evidence(raw);
-        self.finish(Operation::Kill, raw, |a| {
+        let answer = self.finish(Operation::Kill, raw, |a| {
             police::mutation(Operation::Kill, a, &allocation, &evidence)
-        })
+        });
+        (answer, evidence)
+    }
+}
+
+#[allow(clippy::result_large_err)] // `Failure` is the contract's shape
+impl SandboxProvider for Kind {
+    type Checkpoint<'a> = &'a Kind;
+
+    fn declaration(&self) -> &Declaration {
+        &self.declaration
+    }
+
+    fn checkpoint(&self) -> Option<&Kind> {
+        self.declaration.supports_checkpoint().then_some(self)
+    }
+
+    async fn create(&self, request: Bootstrap, budget: Budget) -> Result<Info, Failure> {
+        if !input::bootstrap(&request) || !self.capabilities.enforces(request.network_access) {
+            return Err(Error::Invalid.into());
+        }
+        let allocation = request.reference.clone();
+        let credential = request.daemon_credential.clone();
+        let daemon_credential = Secrets::new([credential.as_str()]);
+        let input = request.into();
+        let scope = on(&allocation);
+        self.admit(Operation::Create, &scope, true)?;
+        let raw = self
+            .run(
+                Operation::Create,
+                CallInput::from(scope).keeping([credential]),
+                budget,
+                move |p, s| {
+                    Box::pin(
+                        async move { p.sandbox_provider(&mut *s)?.call_create(s, &input).await },
+                    )
+                },
+                self.record_settlement(&allocation),
+            )
+            .await
+            .map_err(|_| police::unknown(Operation::Create));
+        let answer = self.finish(Operation::Create, raw, |a| {
+            police::mutation(Operation::Create, a, &allocation, &Evidence::Answer)
+        });
+        // The daemon credential goes into the compute, never back to Core.
+        if self.policing == Policing::Enforced && daemon_credential.found_in_any(answer.shown()) {
+            tracing::warn!(kind = %self.registration.kind, event = "credential_in_answer", "answer refused");
+            return Err(police::unknown(Operation::Create).into());
+        }
+        answer
+    }
+
+    async fn get_info(&self, allocation: Reference, budget: Budget) -> Result<Info, Error> {
+        self.get_info_on_record(allocation, budget).await.0
+    }
+
+    async fn renew(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+        self.renew_on_record(allocation, budget).await.0
+    }
+
+    async fn kill(&self, allocation: Reference, budget: Budget) -> Result<Info, Failure> {
+        self.kill_on_record(allocation, budget).await.0
     }
 
     async fn run_command(

@@ -8,6 +8,11 @@ fn plugins() -> String {
         .unwrap_or_else(|_| format!("{}/../target/plugins", env!("CARGO_MANIFEST_DIR")))
 }
 
+/// The test kinds' registry file, staged beside the components.
+fn registry() -> String {
+    format!("{}/test-registry.toml", plugins())
+}
+
 fn host(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
         .args(args)
@@ -39,7 +44,13 @@ async fn until_served(probe: impl Fn() -> std::process::Output) -> Option<std::p
 
 #[test]
 fn validate_loads_every_registered_kind() {
-    let output = host(&["validate", "--plugins", &plugins()]);
+    let output = host(&[
+        "validate",
+        "--plugins",
+        &plugins(),
+        "--registry",
+        &registry(),
+    ]);
     assert!(
         output.status.success(),
         "{}",
@@ -52,7 +63,13 @@ fn validate_loads_every_registered_kind() {
 
 #[test]
 fn describe_prints_declarations_and_requirements_as_json() {
-    let output = host(&["describe", "--plugins", &plugins()]);
+    let output = host(&[
+        "describe",
+        "--plugins",
+        &plugins(),
+        "--registry",
+        &registry(),
+    ]);
     assert!(
         output.status.success(),
         "{}",
@@ -94,6 +111,8 @@ fn bad_input_gets_a_clear_error_and_exit_status_2() {
         "only/two",
         "--plugins",
         &plugins(),
+        "--registry",
+        &registry(),
     ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
@@ -158,6 +177,8 @@ async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
                 "t/e/a",
                 "--plugins",
                 &plugins,
+                "--registry",
+                &format!("{plugins}/test-registry.toml"),
                 "--container-policy",
                 &policy,
             ])
@@ -209,6 +230,7 @@ async fn the_daemon_credential_never_reaches_the_log() {
         Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
             .args(["call", "steerable", "create", "--reference", "t/e/a"])
             .args(["--bootstrap", &bootstrap, "--plugins", &plugins])
+            .args(["--registry", &format!("{plugins}/test-registry.toml")])
             .args(["--container-policy", &policy, "--docker-socket", &socket])
             .args([
                 "--configuration",
@@ -245,6 +267,7 @@ async fn a_log_flood_is_cut_at_the_quota() {
         Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
             .args(["call", "steerable", "get-info", "--reference", "t/e/a"])
             .args(["--plugins", &plugins])
+            .args(["--registry", &format!("{plugins}/test-registry.toml")])
             .args(["--container-policy", &policy, "--docker-socket", &socket])
             .args(["--configuration", r#"steerable={"action":"log-flood"}"#])
             .env("RUST_LOG", "info")
@@ -295,6 +318,7 @@ async fn a_log_flood_neither_stalls_the_node_nor_passes_the_quota() {
 token_file = "{token}"
 installation = "inst-flood"
 plugins = "{plugins}"
+registry = "{plugins}/test-registry.toml"
 state_dir = "{state}"
 [log]
 level = "info"
@@ -338,9 +362,18 @@ action = "none"
     let patience = std::time::Duration::from_secs(60);
     let token = token.display().to_string();
     let client = move |args: Vec<String>| {
-        let mut all: Vec<String> = ["client", "--unix", &socket, "--token-file", &token]
-            .map(String::from)
-            .to_vec();
+        let registry = registry();
+        let mut all: Vec<String> = [
+            "client",
+            "--unix",
+            &socket,
+            "--token-file",
+            &token,
+            "--registry",
+            &registry,
+        ]
+        .map(String::from)
+        .to_vec();
         all.extend(args);
         Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
             .args(&all)
@@ -484,6 +517,7 @@ async fn serve_and_client_speak_tls_with_client_certificates() {
 token_file = "{token}"
 installation = "inst-tls"
 plugins = "{plugins}"
+registry = "{plugins}/test-registry.toml"
 [listen]
 tcp = "{address}"
 [listen.tls]
@@ -517,7 +551,16 @@ action = "none"
         identity.display().to_string(),
     );
     let kinds = |extra: &[&str]| {
-        let mut args = vec!["client", "--tcp", &address, "--token-file", &token];
+        let registry = registry();
+        let mut args = vec![
+            "client",
+            "--tcp",
+            &address,
+            "--token-file",
+            &token,
+            "--registry",
+            &registry,
+        ];
         args.extend_from_slice(extra);
         args.push("kinds");
         host(&args)
@@ -548,6 +591,8 @@ fn commands_that_reach_the_engine_need_a_container_policy() {
         "t/e/a",
         "--plugins",
         &plugins(),
+        "--registry",
+        &registry(),
     ]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -571,6 +616,7 @@ fn node_files(dir: &std::path::Path, engine: &std::path::Path) -> (String, Strin
 token_file = "{token}"
 installation = "inst-cli"
 plugins = "{plugins}"
+registry = "{plugins}/test-registry.toml"
 [listen]
 unix = "{socket}"
 [kinds.steerable]
@@ -610,7 +656,17 @@ async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("serve starts");
-    let remote = ["--unix", socket.as_str(), "--token-file", token.as_str()];
+    // `steerable` is no built-in kind: the node serves it from the test
+    // registry file, and Core's side reads the same file.
+    let registry = registry();
+    let remote = [
+        "--unix",
+        socket.as_str(),
+        "--token-file",
+        token.as_str(),
+        "--registry",
+        registry.as_str(),
+    ];
     let client = |args: &[&str]| {
         let mut all = vec!["client"];
         all.extend_from_slice(&remote);
@@ -621,10 +677,35 @@ async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
         .await
         .expect("serve became healthy");
     let body: serde_json::Value = serde_json::from_slice(&health.stdout).expect("JSON");
+    assert_eq!(body["ready"], true);
+    assert_eq!(body["kinds"], serde_json::json!({"steerable": []}));
     assert_eq!(
-        body,
-        serde_json::json!({"ready": true, "kinds": {"steerable": []}})
+        body["node"], "inst-cli",
+        "the identity defaults to the installation"
     );
+    let digest = body["registry"]
+        .as_str()
+        .expect("the node's registry digest");
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    // Core's side holding another registry (the built-in rows alone) is
+    // refused before anything is sent, with the fixed code.
+    let stranger = tokio::task::block_in_place(|| {
+        host(&[
+            "client",
+            "--unix",
+            &socket,
+            "--token-file",
+            &token,
+            "call",
+            "steerable",
+            "get-info",
+            "--reference",
+            "t/e/a",
+        ])
+    });
+    assert_eq!(stranger.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&stranger.stderr);
+    assert!(stderr.contains("registry_mismatch"), "{stderr}");
     let walk = tokio::task::block_in_place(|| client(&["walk", "steerable"]));
     let printed = String::from_utf8_lossy(&walk.stdout);
     assert!(walk.status.success(), "{printed}");
@@ -693,7 +774,15 @@ async fn serve_once(config: &str, socket: &str, token: &str) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("serve starts");
-    let remote = ["--unix", socket, "--token-file", token];
+    let registry = registry();
+    let remote = [
+        "--unix",
+        socket,
+        "--token-file",
+        token,
+        "--registry",
+        &registry,
+    ];
     let client = |args: &[&str]| {
         let mut all = vec!["client"];
         all.extend_from_slice(&remote);
@@ -761,4 +850,131 @@ async fn serve_keeps_compiled_components_in_its_compile_cache_and_recompiles_a_d
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("compile_cache"), "{said}");
+}
+
+/// `path`'s test registry with `edit` applied, written into `dir`.
+fn edited_registry(dir: &std::path::Path, edit: impl Fn(String) -> String) -> String {
+    let text = std::fs::read_to_string(registry()).expect("the staged test registry");
+    let path = dir.join("registry.toml");
+    std::fs::write(&path, edit(text)).expect("registry");
+    path.display().to_string()
+}
+
+#[test]
+fn an_operator_row_is_checked_against_its_component_and_the_builtin_kinds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let validate = |registry: &str| {
+        let output = host(&[
+            "validate",
+            "--plugins",
+            &plugins(),
+            "--registry",
+            registry,
+            "--kind",
+            "steerable",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "refused");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let pinned = |text: &str| {
+        let start = text.find("sha256 = \"").expect("a digest") + "sha256 = \"".len();
+        text[start..start + 64].to_string()
+    };
+    // Another component than the row pins: refused before it is compiled.
+    let other_digest = edited_registry(dir.path(), |text| {
+        text.replace(&pinned(&text), &"0".repeat(64))
+    });
+    let stderr = validate(&other_digest);
+    assert!(stderr.contains("digest does not match"), "{stderr}");
+    // A declaration other than the pinned one (the component declares
+    // `observe` unsupported; the row no longer says so).
+    let other_declaration = edited_registry(dir.path(), |text| {
+        text.replacen("observe = \"steerable_has_no_observation\"\n", "", 1)
+    });
+    let stderr = validate(&other_declaration);
+    assert!(
+        stderr.contains("differs from the one its registry row pins"),
+        "{stderr}"
+    );
+    // A row may not replace a built-in kind.
+    let shadowing = edited_registry(dir.path(), |text| {
+        text.replace("[kinds.steerable]", "[kinds.docker]")
+            .replace("[kinds.steerable.", "[kinds.docker.")
+    });
+    let stderr = validate(&shadowing);
+    assert!(
+        stderr.contains("kind `docker` is built into this host"),
+        "{stderr}"
+    );
+    // An unknown kind: the registered ones and how rows are added.
+    let output = host(&["validate", "--plugins", &plugins(), "--kind", "acme"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("registered: docker, e2b") && stderr.contains("--registry"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_credential_or_configuration_that_can_never_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "0123456789abcdef0123\n").expect("token");
+    let credential = dir.path().join("e2b.key");
+    let config = dir.path().join("node.toml");
+    let serve = |credential_text: &str, template: &str| {
+        std::fs::write(&credential, credential_text).expect("credential");
+        for file in [&token, &credential] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        }
+        std::fs::write(
+            &config,
+            format!(
+                r#"
+token_file = "{token}"
+installation = "inst-start"
+plugins = "{plugins}"
+state_dir = "{state}"
+[listen]
+unix = "{socket}"
+[kinds.e2b]
+credential_file = "{credential}"
+[kinds.e2b.configuration]
+template = {template}
+"#,
+                token = token.display(),
+                plugins = plugins(),
+                state = dir.path().join("state").display(),
+                socket = dir.path().join("node.sock").display(),
+                credential = credential.display(),
+            ),
+        )
+        .expect("config");
+        let output = host(&["serve", "--config", &config.display().to_string()]);
+        assert_eq!(output.status.code(), Some(2), "serve refuses to start");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let not_json = serve("secret-not-json-0451", "\"base\"");
+    assert!(
+        not_json.contains("kind `e2b`: credential is not a JSON object"),
+        "{not_json}"
+    );
+    assert!(!not_json.contains("secret-not-json-0451"), "{not_json}");
+    let wrong_field = serve(r#"{"apikey":"secret-field-0451"}"#, "\"base\"");
+    assert!(
+        wrong_field.contains("kind `e2b`: credential.api_key is missing"),
+        "{wrong_field}"
+    );
+    assert!(!wrong_field.contains("secret-field-0451"), "{wrong_field}");
+    let bad_configuration = serve(r#"{"api_key":"secret-key-0451"}"#, "7");
+    assert!(
+        bad_configuration
+            .contains("kind `e2b`: configuration is refused by the component's decode-input"),
+        "{bad_configuration}"
+    );
+    assert!(
+        !bad_configuration.contains("secret-key-0451"),
+        "{bad_configuration}"
+    );
 }

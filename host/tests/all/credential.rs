@@ -78,10 +78,7 @@ fn budget() -> Budget {
 /// The steerable kind `kind` as a direct kind (receipts granted) allowed
 /// `origins`, of which `credential_origins` receive the credential.
 fn row(kind: &str, origins: &[&str], credential_origins: &[&str]) -> Registration {
-    let row = sandbox_host::registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "steerable-direct")
-        .expect("the builtin table has the steerable-direct kind");
+    let row = sandbox_host::testing::steerable_direct_row();
     Registration {
         kind: kind.into(),
         grants: Grants {

@@ -33,6 +33,7 @@ fn credential_file(dir: &Path, mode: u32) -> String {
 fn call(state: &str, steering: Value, extra: &[&str]) -> Output {
     let configuration = format!("{KIND}={steering}");
     let plugins = plugins();
+    let registry = format!("{plugins}/test-registry.toml");
     let mut args = vec![
         "call",
         KIND,
@@ -41,6 +42,8 @@ fn call(state: &str, steering: Value, extra: &[&str]) -> Output {
         "t/e/a",
         "--plugins",
         &plugins,
+        "--registry",
+        &registry,
         "--state-dir",
         state,
         "--configuration",
@@ -91,6 +94,8 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
         "t/e/a",
         "--plugins",
         &plugins(),
+        "--registry",
+        &format!("{}/test-registry.toml", plugins()),
         "--credential-file",
         &format!("steerable={private}"),
     ]);
@@ -131,6 +136,7 @@ async fn serve_runs_a_direct_kind_on_a_local_socket_with_its_receipts() {
 token_file = "{token}"
 installation = "inst-direct"
 plugins = "{plugins}"
+registry = "{plugins}/test-registry.toml"
 state_dir = "{state}"
 [listen]
 unix = "{socket}"
@@ -152,8 +158,17 @@ receipt_value = "written-through-serve"
         .spawn()
         .expect("serve starts");
     let token = token.display().to_string();
+    let registry = format!("{}/test-registry.toml", plugins());
     let client = |args: &[&str]| {
-        let mut all = vec!["client", "--unix", &socket, "--token-file", &token];
+        let mut all = vec![
+            "client",
+            "--unix",
+            &socket,
+            "--token-file",
+            &token,
+            "--registry",
+            &registry,
+        ];
         all.extend_from_slice(args);
         host(&all)
     };

@@ -524,3 +524,67 @@ async fn observation_discovery_and_verification_read_e2b() {
         "discovery and verification only read"
     );
 }
+
+/// Served by a node to Core's side, E2B keeps the evidence it has in
+/// process: after the node restarts on the same state directory, GetInfo
+/// is settled on the host's own record (which the node sends with the
+/// answer and the proxy believes because its own registry row keeps
+/// records), and Kill ends the allocation with settled absence.
+#[tokio::test]
+async fn through_a_node_settlement_survives_a_restart_and_kill_succeeds() {
+    use crate::support::node::TestNode;
+    use sandbox_host::provider::SandboxProvider;
+    let fake = FakeE2b::start().await.expect("fake E2B");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = {
+        let store = ReceiptStore::open(dir.path()).expect("store");
+        let node = TestNode::builder(std::sync::Arc::new(load(&fake, &store).await))
+            .start()
+            .await;
+        let proxy = node.proxy("e2b").await;
+        let created = proxy
+            .create(bootstrap("a"), budget())
+            .await
+            .expect("created");
+        assert!(created.create_settled);
+        let _ = node.stop().await;
+        created.provider_id.expect("id")
+    };
+    let store = ReceiptStore::open(dir.path()).expect("reopened");
+    let node = TestNode::builder(std::sync::Arc::new(load(&fake, &store).await))
+        .start()
+        .await;
+    let proxy = node.proxy("e2b").await;
+    let info = proxy
+        .get_info(reference("a"), budget())
+        .await
+        .expect("info");
+    assert_eq!(info.provider_id.as_deref(), Some(id.as_str()));
+    assert!(info.create_settled, "settled on the host's record");
+    let killed = proxy.kill(reference("a"), budget()).await.expect("killed");
+    assert_eq!(killed.state, LifecycleState::Absent);
+    assert!(killed.create_settled);
+    assert!(
+        fake.requests()
+            .contains(&format!("DELETE api /sandboxes/{id}")),
+        "{:?}",
+        fake.requests()
+    );
+    // Core's copy of the registry decides: a row that keeps no records
+    // makes the same node answer unproved (and the two registries differ,
+    // so the node is refused before anything is sent).
+    let mut row = row();
+    row.grants.receipts = false;
+    let stranger = sandbox_host::registry::Registry::of(vec![row]).expect("registry");
+    let refused =
+        sandbox_host::transport::RemoteProvider::connect(node.client(), &stranger, "e2b", budget())
+            .await;
+    assert!(
+        matches!(
+            refused,
+            Err(sandbox_host::transport::ProxyError::RegistryMismatch { .. })
+        ),
+        "a node on another registry is refused"
+    );
+    let _ = node.stop().await;
+}

@@ -26,12 +26,9 @@ fn bootstrap(allocation: &str) -> Bootstrap {
     }
 }
 
-/// The builtin direct steerable row (receipts granted).
+/// The direct steerable test row (receipts granted).
 fn direct_row() -> Registration {
-    let row = sandbox_host::registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "steerable-direct")
-        .expect("the builtin table has the steerable-direct kind");
+    let row = sandbox_host::testing::steerable_direct_row();
     Registration {
         kind: "recorded".into(),
         ..row
@@ -206,4 +203,40 @@ async fn kill_absence_is_checked_on_the_engine() {
         .await
         .expect("nothing is left");
     assert_eq!(nothing.state, LifecycleState::Absent);
+}
+
+/// Through a node the same record decides: the node sends it with the
+/// answer, and Core's proxy judges the claim by it as the host does in
+/// process. A claim without a record stays the unknown outcome.
+#[tokio::test]
+async fn through_a_node_a_claim_stands_on_the_same_record() {
+    use crate::support::node::TestNode;
+    use sandbox_host::provider::SandboxProvider;
+    let store = store();
+    let refused = on(&store, json!({ "action": "failure-settled-absent" }))
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .create(bootstrap("refused"), budget(5_000))
+        .await;
+    assert!(refused.is_err(), "settled absence, recorded");
+    let host = on(&store, json!({ "action": "receipt-settled-absence" })).await;
+    let node = TestNode::builder(std::sync::Arc::new(host)).start().await;
+    let proxy = node.proxy("recorded").await;
+    let absence = proxy
+        .get_info(reference("refused"), budget(5_000))
+        .await
+        .expect("settled absence, as recorded, through the node");
+    assert!(absence.create_settled && absence.state == LifecycleState::Absent);
+    let killed = proxy
+        .kill(reference("refused"), budget(5_000))
+        .await
+        .expect("the record settles the Kill too");
+    assert!(killed.create_settled && killed.state == LifecycleState::Absent);
+    assert_eq!(
+        proxy.get_info(reference("never"), budget(5_000)).await,
+        Err(Error::ComputeUnconfirmed),
+        "no Create recorded: the claim proves nothing"
+    );
+    let _ = node.stop().await;
 }

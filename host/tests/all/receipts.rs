@@ -13,12 +13,9 @@ use serde_json::{Value, json};
 use std::io::BufRead;
 use std::sync::Arc;
 
-/// The builtin direct steerable row (granted receipts) as `kind`.
+/// The direct steerable test row (granted receipts) as `kind`.
 fn direct(kind: &str) -> Registration {
-    let row = sandbox_host::registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "steerable-direct")
-        .expect("the builtin table has the steerable-direct kind");
+    let row = sandbox_host::testing::steerable_direct_row();
     assert!(row.grants.receipts, "steerable-direct is granted receipts");
     Registration {
         kind: kind.into(),
@@ -271,6 +268,7 @@ fn a_receipt_survives_kill_9_of_the_writer() {
     let state = state.to_str().expect("utf-8 path");
     let plugins = plugin_dir();
     let plugins = plugins.to_str().expect("utf-8 path");
+    let registry = format!("{plugins}/test-registry.toml");
     let call = |steering: Value| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sandbox-host"));
         command.args([
@@ -283,6 +281,8 @@ fn a_receipt_survives_kill_9_of_the_writer() {
             "60000",
             "--plugins",
             plugins,
+            "--registry",
+            &registry,
             "--state-dir",
             state,
             "--configuration",

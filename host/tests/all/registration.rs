@@ -99,19 +99,15 @@ async fn a_bad_node_binding_is_rejected_before_loading() {
     };
     assert!(matches!(
         connecting(binding(None, json!({}))).await,
-        Err(HostError::Registration(RegistrationError::InvalidField {
-            field: "docker_socket",
-            ..
-        }))
+        Err(HostError::Registration(RegistrationError::Missing { what, .. }))
+            if what.contains("docker_socket")
     ));
     let mut without_policy = binding(Some("/run/engine.sock".into()), json!({}));
     without_policy.docker.policy = None;
     assert!(matches!(
         connecting(without_policy).await,
-        Err(HostError::Registration(RegistrationError::InvalidField {
-            field: "container_policy",
-            ..
-        }))
+        Err(HostError::Registration(RegistrationError::Missing { what, .. }))
+            if what.contains("container_policy")
     ));
     assert!(
         matches!(

@@ -283,7 +283,9 @@ async fn an_unsupported_operation_is_refused_by_the_node_before_native_io() {
         reason: "steerable_has_no_checkpoints".into(),
     });
     match outcome {
-        Outcome::Error { error, info: None } => assert_eq!(error, expected),
+        Outcome::Error {
+            error, info: None, ..
+        } => assert_eq!(error, expected),
         other => panic!("expected unsupported, got {other:?}"),
     }
     assert!(node.engine.recorded().is_empty(), "zero native requests");
@@ -561,7 +563,10 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
         .client()
         .call("huge", budget(10_000), Call::GetInfo(reference("a")))
         .await;
-    let Ok(Outcome::Error { error, info: None }) = outcome else {
+    let Ok(Outcome::Error {
+        error, info: None, ..
+    }) = outcome
+    else {
         panic!("expected an error outcome, got {outcome:?}")
     };
     assert_eq!(error.code(), "unconfirmed");
@@ -582,9 +587,10 @@ async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     let lossy = crate::support::proxy::Proxy::start(node.socket.clone()).await;
     let client = NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), node.token.expose())
         .expect("client");
-    let provider = RemoteProvider::connect(client, "probe", budget(5_000))
-        .await
-        .expect("proxy");
+    let provider =
+        RemoteProvider::connect(client, &node.host.loaded_registry(), "probe", budget(5_000))
+            .await
+            .expect("proxy");
     lossy.lose_response_of("FRAME", "create");
     let created = provider.create(bootstrap("a"), budget(5_000)).await;
     assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
@@ -644,7 +650,7 @@ async fn the_budget_counts_from_receipt_and_expiry_proves_nothing() {
     assert!(
         matches!(
             outcome,
-            Ok(Outcome::Error { ref error, info: None }) if error.code() == "unconfirmed"
+            Ok(Outcome::Error { ref error, info: None, .. }) if error.code() == "unconfirmed"
         ) || outcome == Err(TransportError::Expired),
         "{outcome:?}"
     );
@@ -823,9 +829,10 @@ async fn health_and_a_full_walk_over_tcp() {
     let health = client.health(budget(5_000)).await.expect("health");
     assert!(health.ready);
     assert_eq!(health.kinds["plain"], Vec::<Diagnostic>::new());
-    let provider = RemoteProvider::connect(client, "plain", budget(5_000))
-        .await
-        .expect("proxy");
+    let provider =
+        RemoteProvider::connect(client, &node.host.loaded_registry(), "plain", budget(5_000))
+            .await
+            .expect("proxy");
     let info = provider
         .create(bootstrap("a"), budget(5_000))
         .await
@@ -890,7 +897,12 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("garbage.sock");
     let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+    let registry = sandbox_host::registry::Registry::of(vec![crate::support::steerable("plain")])
+        .expect("registry");
     let kinds = serde_json::to_string(&wire::Kinds {
+        registry: registry.digest(),
+        node: "garbage".into(),
+        components: BTreeMap::new(),
         kinds: BTreeMap::from([(
             "plain".to_string(),
             wire::KindDeclaration {
@@ -983,7 +995,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
     });
     let token = token_in(dir.path());
     let client = NodeClient::new(&Endpoint::Unix(socket.clone()), token.expose()).expect("client");
-    let provider = RemoteProvider::connect(client, "plain", budget(5_000))
+    let provider = RemoteProvider::connect(client, &registry, "plain", budget(5_000))
         .await
         .expect("the kinds frame is fine");
     let target = sandbox_host::types::Target {

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use sandbox_host::Budget;
 use sandbox_host::node_config::{Token, read_credential};
 use sandbox_host::provider::SandboxProvider;
+use sandbox_host::registry::Registry;
 use sandbox_host::transport::{Endpoint, NodeClient, RemoteProvider, TlsEndpoint};
 use sandbox_host::types::{Bootstrap, Command, NetworkAccess, Reference};
 use serde_json::json;
@@ -35,9 +36,23 @@ pub(crate) struct RemoteArgs {
     /// or other access), for a node that requires client certificates.
     #[arg(long, requires = "tls_ca")]
     client_identity: Option<PathBuf>,
+    /// The operator's registry file, as Core holds it (the one the node's
+    /// configuration names): kinds are taken from it, never from the node,
+    /// and a node whose registry differs is refused. Default: the built-in
+    /// rows alone.
+    #[arg(long, value_name = "FILE")]
+    registry: Option<PathBuf>,
 }
 
 impl RemoteArgs {
+    /// Core's copy of the registry.
+    fn registry(&self) -> Result<Registry> {
+        Ok(match &self.registry {
+            Some(path) => Registry::with_file(path)?,
+            None => Registry::builtin(),
+        })
+    }
+
     /// Where the node is, as the client reaches it.
     fn endpoint(&self) -> Result<Endpoint> {
         Ok(match (&self.unix, self.tcp, &self.tls_ca) {
@@ -181,6 +196,7 @@ fn fresh_reference() -> Reference {
 /// Runs one client command; returns success.
 pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
     let endpoint = remote.endpoint()?;
+    let registry = remote.registry()?;
     let token = Token::read(&remote.token_file)?;
     let client = NodeClient::new(&endpoint, token.expose())?;
     let budget = Budget::from_millis(30_000)?;
@@ -197,7 +213,8 @@ pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
         }
         ClientCmd::Call { operation } => {
             let operation = operation.parse()?;
-            let provider = RemoteProvider::connect(client, &operation.kind, budget).await?;
+            let provider =
+                RemoteProvider::connect(client, &registry, &operation.kind, budget).await?;
             operation.run(&provider).await
         }
         ClientCmd::Walk {
@@ -210,7 +227,7 @@ pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
                 None => fresh_reference(),
             };
             let budget = Budget::from_millis(budget_ms)?;
-            let provider = RemoteProvider::connect(client, &kind, budget).await?;
+            let provider = RemoteProvider::connect(client, &registry, &kind, budget).await?;
             Ok(walk(&provider, allocation, budget).await)
         }
     }

@@ -30,6 +30,11 @@ pub(crate) struct NodeArgs {
     /// nested_sandbox). Needed by commands that reach the engine.
     #[arg(long, value_name = "FILE")]
     container_policy: Option<PathBuf>,
+    /// The operator's registry file (TOML): the kinds it adds to the
+    /// built-in ones, each with its component's pinned SHA-256 and
+    /// declaration (docs/operating.md).
+    #[arg(long, value_name = "FILE")]
+    registry: Option<PathBuf>,
     /// Load only this kind (repeatable; default: every registered kind).
     #[arg(long = "kind", value_name = "KIND")]
     kinds: Vec<String>,
@@ -61,8 +66,8 @@ impl NodeArgs {
         Ok(Some(ContainerPolicy::load(&settings)?))
     }
 
-    /// Every builtin kind's binding.
-    fn bindings(&self) -> Result<BTreeMap<String, NodeBinding>> {
+    /// Every registered kind's binding.
+    fn bindings(&self, table: &[registry::Registration]) -> Result<BTreeMap<String, NodeBinding>> {
         let policy = self.container_policy()?;
         let mut configurations = BTreeMap::new();
         for entry in &self.configurations {
@@ -84,9 +89,10 @@ impl NodeArgs {
             let (kind, path) = entry
                 .split_once('=')
                 .context("--credential-file takes KIND=FILE")?;
-            let direct = registry::builtin()
-                .iter()
-                .any(|row| row.kind == kind && row.mode == registry::Mode::Direct);
+            let direct = self
+                .registry()?
+                .get(kind)
+                .is_some_and(|row| row.mode == registry::Mode::Direct);
             if !direct {
                 anyhow::bail!("--credential-file: `{kind}` is not a direct kind");
             }
@@ -99,10 +105,10 @@ impl NodeArgs {
             .as_deref()
             .map(sandbox_host::ReceiptStore::open)
             .transpose()?;
-        registry::builtin()
-            .into_iter()
+        table
+            .iter()
             .map(|registration| {
-                let binding = NodeBinding::builder(&registration, &self.installation)
+                let binding = NodeBinding::builder(registration, &self.installation)
                     .node_docker(&self.docker_socket, policy.as_ref())
                     .node_receipts(receipts.as_ref())
                     .configuration(
@@ -112,7 +118,7 @@ impl NodeArgs {
                     )
                     .credential(credentials.remove(&registration.kind))
                     .build()?;
-                Ok((registration.kind, binding))
+                Ok((registration.kind.clone(), binding))
             })
             .collect()
     }
@@ -123,12 +129,17 @@ impl NodeArgs {
             Some(kind) => vec![kind],
             None => self.kinds.iter().map(String::as_str).collect(),
         };
-        let table = registry::builtin();
+        let table = self.registry()?.into_rows();
         if let Some(unknown) = wanted
             .iter()
             .find(|kind| !table.iter().any(|row| row.kind == **kind))
         {
-            anyhow::bail!("`{unknown}` is not a registered kind");
+            let known: Vec<&str> = table.iter().map(|row| row.kind.as_str()).collect();
+            anyhow::bail!(
+                "`{unknown}` is not a registered kind (registered: {}); an operator adds a kind \
+                 as a row of a registry file given with --registry (docs/operating.md)",
+                known.join(", ")
+            );
         }
         Ok(table
             .into_iter()
@@ -136,17 +147,22 @@ impl NodeArgs {
             .collect())
     }
 
-    /// Loads the builtin kinds (every one, those of `--kind`, or `only`),
-    /// connecting their capabilities or not.
+    /// The built-in rows and those of `--registry`.
+    pub(crate) fn registry(&self) -> Result<registry::Registry> {
+        Ok(registry::Registry::with_file_or_builtin(
+            self.registry.as_deref(),
+        )?)
+    }
+
+    /// Loads the registered kinds (every one, those of `--kind`, or
+    /// `only`), connecting their capabilities or not, and refuses what
+    /// they are given if it can never work ([`Host::check_configured`]).
     pub(crate) async fn load(&self, connect: Connect, only: Option<&str>) -> Result<Host> {
         let runtime = Runtime::new().context("creating the WebAssembly engine")?;
-        Ok(Host::load(
-            runtime,
-            &self.table(only)?,
-            &self.plugins,
-            &self.bindings()?,
-            connect,
-        )
-        .await?)
+        let table = self.table(only)?;
+        let bindings = self.bindings(&table)?;
+        let host = Host::load(runtime, &table, &self.plugins, &bindings, connect).await?;
+        host.check_configured(&bindings).await?;
+        Ok(host)
     }
 }

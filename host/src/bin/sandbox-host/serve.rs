@@ -43,6 +43,7 @@ pub(crate) async fn run(path: PathBuf) -> Result<bool> {
         Connect::Capabilities,
     )
     .await?;
+    host.check_configured(&config.bindings).await?;
     let kinds: Vec<&str> = host.kinds().map(|kind| kind.name()).collect();
     let shown = match (&config.listen.unix, config.listen.tcp) {
         (Some(path), _) => format!("unix:{}", path.display()),
@@ -52,7 +53,8 @@ pub(crate) async fn run(path: PathBuf) -> Result<bool> {
     };
     let kinds = kinds.join(", ");
     let node = Node::new(Arc::new(host), config.token, config.max_in_flight)
-        .with_request_body_budget(config.request_body_budget);
+        .with_request_body_budget(config.request_body_budget)
+        .with_identity(config.registry.digest(), config.node_id.clone());
     let listen = config.listen;
     let served = tokio::spawn(async move { node.serve(&listen, interrupted()).await });
     eprintln!("sandbox-host: serving {kinds} on {shown}");

@@ -87,6 +87,20 @@ impl State {
         }
     }
 
+    /// Logs one refusal by the HTTP policy (nothing is sent): the rule, in
+    /// the call's span (kind, operation); never the target, a header or a
+    /// secret.
+    fn refused(&self, rule: &'static str) -> HttpError {
+        tracing::warn!(
+            kind = %self.capabilities.kind,
+            capability = "http",
+            rule,
+            event = "request_refused",
+            "a request was refused by the capability's policy"
+        );
+        HttpError::HttpRequestDenied
+    }
+
     /// The policy: the request as it will be sent, or why it is refused
     /// (nothing is sent).
     fn admit(
@@ -113,24 +127,24 @@ impl State {
             http::Method::PUT => HttpAction::Put,
             http::Method::PATCH => HttpAction::Patch,
             http::Method::DELETE => HttpAction::Delete,
-            _ => return Err(HttpError::HttpRequestDenied),
+            _ => return Err(self.refused("method")),
         };
         // A pure call sends nothing; one that may only read sends only GET.
         match self.access {
-            Access::Pure => return Err(HttpError::HttpRequestDenied),
+            Access::Pure => return Err(self.refused("pure_call_sends_nothing")),
             Access::Read if action != HttpAction::Get => {
-                return Err(HttpError::HttpRequestDenied);
+                return Err(self.refused("reading_call_sends_only_get"));
             }
             Access::Read | Access::Change => {}
         }
         let url = broker
             .origins
             .admit(&target)
-            .ok_or(HttpError::HttpRequestDenied)?;
+            .ok_or_else(|| self.refused("origin_not_granted"))?;
         // The transport sets `host` from the URL.
         head.headers.remove(http::header::HOST);
         if head.headers.keys().any(|name| is_reserved(name.as_str())) {
-            return Err(HttpError::HttpRequestDenied);
+            return Err(self.refused("reserved_header"));
         }
         let length = match head.headers.get(http::header::CONTENT_LENGTH) {
             Some(value) => Some(
@@ -138,11 +152,12 @@ impl State {
                     .to_str()
                     .ok()
                     .and_then(|text| text.parse::<usize>().ok())
-                    .ok_or(HttpError::HttpRequestDenied)?,
+                    .ok_or_else(|| self.refused("content_length"))?,
             ),
             None => None,
         };
         if length.is_some_and(|length| length > MAX_BODY_BYTES) {
+            self.refused("body_bound");
             return Err(HttpError::HttpRequestBodySize(length.map(|n| n as u64)));
         }
         // No credential in the target or any header but the one the host
@@ -153,8 +168,7 @@ impl State {
                     || self.secrets.found_in(value.as_bytes())
             });
         if carried {
-            tracing::warn!(target: "provider", event = "credential_in_request", "request refused");
-            return Err(HttpError::HttpRequestDenied);
+            return Err(self.refused("credential_in_request"));
         }
         self.fill_credential(&mut head.headers, &url)?;
         let open = self.open_request()?;
@@ -183,10 +197,7 @@ impl State {
                 _call: call,
                 _kind: kind,
             }),
-            _ => {
-                tracing::warn!(target: "provider", kind = %self.capabilities.kind, event = "open_request_bound", "request refused");
-                Err(HttpError::HttpRequestDenied)
-            }
+            _ => Err(self.refused("open_request_bound")),
         }
     }
 
@@ -228,8 +239,7 @@ impl State {
             return Err(HttpError::HttpRequestDenied);
         }
         if !self.capabilities.http.origins.takes_credential(url) {
-            tracing::warn!(target: "provider", kind = %self.capabilities.kind, event = "credential_off_its_origins", "request refused");
-            return Err(HttpError::HttpRequestDenied);
+            return Err(self.refused("credential_off_its_origins"));
         }
         let credential = self
             .credential

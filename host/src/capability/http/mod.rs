@@ -50,12 +50,14 @@ pub use oac_contract::http::{
 /// response body is read or dropped); beyond it a request is refused
 /// before it is sent. A provider call needs a handful. The default of a
 /// kind's `policy.max_open_requests_per_call`.
-pub const MAX_OPEN_REQUESTS_PER_CALL: usize = 64;
+pub const MAX_OPEN_REQUESTS_PER_CALL: usize =
+    oac_provider_api::registry::DEFAULT_OPEN_REQUESTS_PER_CALL as usize;
 
 /// Requests all calls of one kind may hold open at once, so that one kind
 /// cannot take every descriptor of the node. The default of a kind's
 /// `policy.max_open_requests_per_kind`.
-pub const MAX_OPEN_REQUESTS_PER_KIND: usize = 1024;
+pub const MAX_OPEN_REQUESTS_PER_KIND: usize =
+    oac_provider_api::registry::DEFAULT_OPEN_REQUESTS_PER_KIND as usize;
 
 /// Request body bytes one call may hold in the host at once: a body is
 /// read whole, and checked, before anything of its request is sent.
@@ -370,61 +372,12 @@ impl HttpAction {
     }
 }
 
-/// HTTP origins a kind's configuration names: a vendor's API URL and the
-/// domain its sandboxes are reached under (E2B's `api_url` and `domain`),
-/// under [`oac_contract::endpoint`]'s rule. The API origin and every
-/// `https://` host within the domain (default port) are allowed; only the
-/// API origin receives the credential (a host within the domain may be
-/// anyone's: E2B serves every sandbox's ports there).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct EndpointGrant {
-    /// Configuration key of the API URL, e.g. `api_url`.
-    pub api_url_key: String,
-    /// Configuration key of the domain, e.g. `domain`.
-    pub domain_key: String,
-    /// The API URL when the configuration gives neither.
-    pub default_api_url: String,
-    /// The domain when the configuration gives neither.
-    pub default_domain: String,
-}
+/// The grant of origins a kind's configuration names: a vendor's API URL
+/// and the domain its sandboxes are reached under (the registry's type).
+pub use oac_provider_api::registry::EndpointGrant;
 
-impl EndpointGrant {
-    /// The endpoint `configuration` names, or the defaults: `(api_url,
-    /// domain)`. A key that is present but not a string is refused.
-    pub fn resolve(
-        &self,
-        configuration: &serde_json::Value,
-    ) -> Result<(String, String), oac_contract::endpoint::EndpointError> {
-        use oac_contract::endpoint::EndpointError;
-        let text = |key: &str, error| match configuration.get(key) {
-            None | Some(serde_json::Value::Null) => Ok(""),
-            Some(serde_json::Value::String(text)) => Ok(text.as_str()),
-            Some(_) => Err(error),
-        };
-        let api_url = text(&self.api_url_key, EndpointError::ApiUrl)?;
-        let domain = text(&self.domain_key, EndpointError::Domain)?;
-        let (api_url, domain) = oac_contract::endpoint::resolve(
-            api_url,
-            domain,
-            &self.default_api_url,
-            &self.default_domain,
-        )?;
-        Ok((api_url.to_string(), domain.to_string()))
-    }
-}
-
-/// An origin the HTTP capability may be granted: `https://host[:port]`, or
-/// `http://` to a loopback host (test fixtures), with no path, query or user.
-pub(crate) fn parse_origin(origin: &str) -> Option<reqwest::Url> {
-    let url = reqwest::Url::parse(origin).ok()?;
-    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && loopback);
-    let bare = url.path() == "/"
-        && url.query().is_none()
-        && url.username().is_empty()
-        && url.password().is_none();
-    (scheme_ok && bare && url.host_str().is_some() && !origin.ends_with('/')).then_some(url)
-}
+/// An origin the HTTP capability may be granted (the registry's rule).
+pub(crate) use oac_provider_api::registry::parse_origin;
 
 #[cfg(test)]
 mod tests {

@@ -79,6 +79,10 @@ pub struct Node {
     limits: ConnectionLimits,
     /// Bytes of request bodies held at once (one permit per byte).
     bodies: Arc<Semaphore>,
+    /// The registry digest `GET /kinds` and `GET /health` report.
+    registry: String,
+    /// The node's identity, reported beside it.
+    node_id: String,
 }
 
 /// What every connection serves (see [`Node::served`]).
@@ -94,8 +98,15 @@ type Permit = (OwnedSemaphorePermit, OwnedSemaphorePermit);
 impl Node {
     /// A node serving `host`'s kinds to clients presenting `token`, with at
     /// most `max_in_flight` requests being handled at once.
+    ///
+    /// It reports the digest of a registry of exactly the loaded kinds'
+    /// rows, and the identity `node`, until [`Self::with_identity`] names
+    /// the registry it was configured from.
     pub fn new(host: Arc<Host>, token: Token, max_in_flight: u32) -> Self {
+        let registry = host.loaded_registry().digest();
         Self {
+            registry,
+            node_id: "node".into(),
             host,
             token,
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
@@ -122,6 +133,15 @@ impl Node {
     /// how long an idle connection stays open.
     pub fn with_read_timeout(mut self, read_timeout: Duration) -> Self {
         self.limits.read_timeout = read_timeout;
+        self
+    }
+
+    /// Names the registry the node was configured from (by its digest:
+    /// Core's side refuses the node unless it holds the same) and the
+    /// node's identity.
+    pub fn with_identity(mut self, registry_digest: String, node_id: String) -> Self {
+        self.registry = registry_digest;
+        self.node_id = node_id;
         self
     }
 

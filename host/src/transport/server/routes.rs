@@ -3,6 +3,7 @@
 //! and what each route answers.
 
 use super::*;
+use oac_provider_api::police::{Evidence, Settled};
 
 /// How long a probe may take when `/health` asks.
 pub(super) const HEALTH_BUDGET_MS: u32 = 10_000;
@@ -74,13 +75,46 @@ pub(super) fn refuse(refused: Refused) -> Response {
 }
 
 pub(super) fn error(error: Error) -> Outcome {
-    Outcome::Error { error, info: None }
+    Outcome::Error {
+        error,
+        info: None,
+        record: None,
+    }
 }
 
 pub(super) fn failure(failure: Failure) -> Outcome {
     Outcome::Error {
         error: failure.error,
         info: failure.info,
+        record: None,
+    }
+}
+
+/// The record a settlement claim of `info` rests on, when it claims one
+/// and the host's record was what the answer was policed on.
+fn record(info: Option<&Info>, evidence: &Evidence) -> Option<Settled> {
+    match evidence {
+        Evidence::Recorded(settled) if info.is_some_and(|info| info.create_settled) => {
+            Some(settled.clone())
+        }
+        _ => None,
+    }
+}
+
+/// A get-info, renew or kill answer, with the record its claim rests on.
+pub(super) fn on_record<E: Into<Failure>>(
+    (answer, evidence): (Result<Info, E>, Evidence),
+) -> Outcome {
+    match answer.map_err(Into::into) {
+        Ok(info) => match record(Some(&info), &evidence) {
+            Some(record) => Outcome::Ok(Value::InfoOnRecord(wire::OnRecord { info, record })),
+            None => Outcome::Ok(Value::Info(info)),
+        },
+        Err(failed) => Outcome::Error {
+            record: record(failed.info.as_ref(), &evidence),
+            error: failed.error,
+            info: failed.info,
+        },
     }
 }
 
@@ -96,9 +130,9 @@ pub(super) fn mutation(answer: Result<Info, Failure>) -> Outcome {
 pub(super) async fn execute(kind: &Kind, call: Call, budget: Budget) -> Outcome {
     match call {
         Call::Create(b) => mutation(kind.create(b, budget).await),
-        Call::GetInfo(r) => outcome(kind.get_info(r, budget).await, Value::Info),
-        Call::Renew(r) => mutation(kind.renew(r, budget).await),
-        Call::Kill(r) => mutation(kind.kill(r, budget).await),
+        Call::GetInfo(r) => on_record(kind.get_info_on_record(r, budget).await),
+        Call::Renew(r) => on_record(kind.renew_on_record(r, budget).await),
+        Call::Kill(r) => on_record(kind.kill_on_record(r, budget).await),
         Call::RunCommand(c) => outcome(
             kind.run_command(c.reference, c.request, budget).await,
             Value::CommandResult,
@@ -262,7 +296,17 @@ impl Node {
                 )
             })
             .collect();
-        wire::Kinds { kinds }
+        let components = self
+            .host
+            .kinds()
+            .map(|kind| (kind.name().to_string(), kind.digest.clone()))
+            .collect();
+        wire::Kinds {
+            registry: self.registry.clone(),
+            node: self.node_id.clone(),
+            kinds,
+            components,
+        }
     }
 
     pub(super) async fn health(&self) -> Response {
@@ -281,7 +325,13 @@ impl Node {
         } else {
             StatusCode::SERVICE_UNAVAILABLE
         };
-        answer(status, &wire::Health { ready, kinds })
+        let health = wire::Health {
+            registry: self.registry.clone(),
+            node: self.node_id.clone(),
+            ready,
+            kinds,
+        };
+        answer(status, &health)
     }
 
     /// `permit` is this request's in-flight slot and its share of the body

@@ -70,14 +70,11 @@ pub(crate) fn reference() -> sandbox_host::types::Reference {
     }
 }
 
-/// The builtin steerable row under another kind name.
+/// The steerable test row under another kind name.
 pub(crate) fn steerable(kind: &str) -> Registration {
-    let row = sandbox_host::registry::builtin()
-        .into_iter()
-        .find(|row| row.kind == "steerable");
     Registration {
         kind: kind.into(),
-        ..row.expect("the builtin table has the steerable kind")
+        ..sandbox_host::testing::steerable_row()
     }
 }
 

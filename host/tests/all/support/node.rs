@@ -63,7 +63,8 @@ impl TestNode {
 
     /// The proxy to `kind` on this node.
     pub(crate) async fn proxy(&self, kind: &str) -> RemoteProvider {
-        RemoteProvider::connect(self.client(), kind, super::budget(5_000))
+        let registry = self.host.loaded_registry();
+        RemoteProvider::connect(self.client(), &registry, kind, super::budget(5_000))
             .await
             .expect("proxy")
     }
