@@ -70,7 +70,7 @@ impl Node {
              registry = \"{}/test-registry.toml\"\n\
              memory_budget_mib = 20480\nstate_dir = \"{}\"\n[listen]\nunix = \"{}\"\n[log]\nlevel = \"warn\"\n\
              [kinds.e2b]\ncredential_file = \"{}\"\n[kinds.e2b.configuration]\n\
-             template = \"oac-runtime:cold-start\"\napi_url = \"https://api.e2b-fixture.test\"\n\
+             template = \"oac-runtime:2c5d9a1e-8b3f-4c6d-9e7f-0a1b2c3d4e5f\"\napi_url = \"https://api.e2b-fixture.test\"\n\
              domain = \"e2b-fixture.test\"\ncpu_count = 2\nmemory_mb = 1024\n{}{}",
             path("token"),
             plugins.display(),

@@ -52,6 +52,21 @@ async fn get_info(store: &ReceiptStore, steering: Value, allocation: &str) -> Re
         .await
 }
 
+/// Creates `allocation` on the direct kind steered by `steering`.
+async fn create(
+    store: &ReceiptStore,
+    steering: Value,
+    allocation: &str,
+    ms: u32,
+) -> Result<Info, sandbox_host::types::Failure> {
+    on(store, steering)
+        .await
+        .kind("recorded")
+        .expect("kind")
+        .create(bootstrap(allocation), budget(ms))
+        .await
+}
+
 fn store() -> ReceiptStore {
     ReceiptStore::open(&tempfile::tempdir().expect("dir").keep()).expect("store")
 }
@@ -64,12 +79,7 @@ fn store() -> ReceiptStore {
 #[tokio::test]
 async fn a_components_own_receipt_is_no_evidence() {
     let store = store();
-    let crashed = on(&store, json!({ "action": "receipt-then-loop" }))
-        .await
-        .kind("recorded")
-        .expect("kind")
-        .create(bootstrap("a"), budget(300))
-        .await;
+    let crashed = create(&store, json!({ "action": "receipt-then-loop" }), "a", 300).await;
     assert_eq!(crashed.map_err(|f| f.error), Err(Error::ComputeUnconfirmed));
     let claimed = get_info(&store, json!({ "action": "receipt-settled-absence" }), "a").await;
     assert_eq!(
@@ -92,12 +102,13 @@ async fn a_components_own_receipt_is_no_evidence() {
 async fn a_later_claim_stands_on_the_hosts_record_of_the_create_and_agrees_with_it() {
     let store = store();
     // Create refused at once: settled absence, recorded by the host.
-    let refused = on(&store, json!({ "action": "failure-settled-absent" }))
-        .await
-        .kind("recorded")
-        .expect("kind")
-        .create(bootstrap("refused"), budget(5_000))
-        .await;
+    let refused = create(
+        &store,
+        json!({ "action": "failure-settled-absent" }),
+        "refused",
+        5_000,
+    )
+    .await;
     assert!(
         matches!(&refused, Err(f) if f.info.as_ref().is_some_and(|i| i.create_settled)),
         "{refused:?}"
@@ -122,13 +133,14 @@ async fn a_later_claim_stands_on_the_hosts_record_of_the_create_and_agrees_with_
     );
 
     // Create ended with compute `native-1`, settled.
-    let created = on(&store, json!({ "action": "settle-on-observation" }))
-        .await
-        .kind("recorded")
-        .expect("kind")
-        .create(bootstrap("made"), budget(5_000))
-        .await
-        .expect("created, settled");
+    let created = create(
+        &store,
+        json!({ "action": "settle-on-observation" }),
+        "made",
+        5_000,
+    )
+    .await
+    .expect("created, settled");
     assert_eq!(created.provider_id.as_deref(), Some("native-1"));
     let again = get_info(&store, json!({ "action": "settle-on-observation" }), "made")
         .await
@@ -143,13 +155,14 @@ async fn the_record_survives_reopening_the_store() {
     let dir = tempfile::tempdir().expect("dir").keep();
     {
         let store = ReceiptStore::open(&dir).expect("store");
-        on(&store, json!({ "action": "settle-on-observation" }))
-            .await
-            .kind("recorded")
-            .expect("kind")
-            .create(bootstrap("kept"), budget(5_000))
-            .await
-            .expect("created");
+        create(
+            &store,
+            json!({ "action": "settle-on-observation" }),
+            "kept",
+            5_000,
+        )
+        .await
+        .expect("created");
     }
     let store = ReceiptStore::open(&dir).expect("reopened");
     let info = get_info(&store, json!({ "action": "settle-on-observation" }), "kept")
@@ -213,12 +226,13 @@ async fn through_a_node_a_claim_stands_on_the_same_record() {
     use crate::support::node::TestNode;
     use sandbox_host::provider::SandboxProvider;
     let store = store();
-    let refused = on(&store, json!({ "action": "failure-settled-absent" }))
-        .await
-        .kind("recorded")
-        .expect("kind")
-        .create(bootstrap("refused"), budget(5_000))
-        .await;
+    let refused = create(
+        &store,
+        json!({ "action": "failure-settled-absent" }),
+        "refused",
+        5_000,
+    )
+    .await;
     assert!(refused.is_err(), "settled absence, recorded");
     let host = on(&store, json!({ "action": "receipt-settled-absence" })).await;
     let node = TestNode::builder(std::sync::Arc::new(host)).start().await;

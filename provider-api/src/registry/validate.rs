@@ -4,7 +4,7 @@
 
 use super::{DigestSource, Mode, NodeArtifact, Registration};
 use crate::declaration::{self, Decision, Declaration, Inventory};
-use oac_contract::Operation;
+use oac_contract::{Interface, Operation};
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
 
@@ -79,18 +79,16 @@ impl Registration {
     }
 }
 
-/// The configuration adapter's operations every kind supports (the
-/// configuration adapter is mandatory; only credential replacement and
-/// configuration discovery may be unsupported).
-const CONFIGURATION_REQUIRED: [Operation; 7] = [
-    Operation::Requirements,
-    Operation::DecodeInput,
-    Operation::Encode,
-    Operation::Decode,
-    Operation::Normalize,
-    Operation::ResolveChange,
-    Operation::Equal,
-];
+/// Whether every kind supports `operation`: the configuration adapter is
+/// mandatory, and only credential replacement and configuration discovery
+/// may be unsupported.
+fn configuration_required(operation: Operation) -> bool {
+    operation.interface() == Interface::ConfigurationAdapter
+        && !matches!(
+            operation,
+            Operation::WithCredential | Operation::DiscoverConfiguration
+        )
+}
 
 fn is_kind_name(kind: &str) -> bool {
     oac_contract::is_lowercase_name(kind, 32, Some(b'-'))
@@ -225,10 +223,9 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     let checkpoints = match registration.pinned_declaration() {
         Some(Err(_)) => return invalid("unsupported"),
         Some(Ok(declaration)) => {
-            if CONFIGURATION_REQUIRED
-                .iter()
-                .any(|operation| !declaration.supports(*operation))
-            {
+            if Operation::ALL.into_iter().any(|operation| {
+                configuration_required(operation) && !declaration.supports(operation)
+            }) {
                 return invalid("unsupported");
             }
             Some(declaration.supports_checkpoint())

@@ -41,7 +41,7 @@ impl View<'_> {
             .capabilities
             .docker
             .as_ref()
-            .ok_or(docker::DockerError::Denied)?;
+            .ok_or_else(|| super::refused("not_granted", docker::DockerError::Denied))?;
         broker.note_call(ImportCall {
             capability: "docker",
             function,
@@ -49,10 +49,16 @@ impl View<'_> {
             effect,
         });
         if !call.scope.may_reach() {
-            return Err(docker::DockerError::Denied);
+            return Err(super::refused(
+                "pure_call_reaches_nothing",
+                docker::DockerError::Denied,
+            ));
         }
         if effect != Effect::Reads && !call.scope.may_change() {
-            return Err(docker::DockerError::Invalid);
+            return Err(super::refused(
+                "reading_call_changes_nothing",
+                docker::DockerError::Invalid,
+            ));
         }
         Ok(broker.call(
             &call.scope,

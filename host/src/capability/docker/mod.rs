@@ -407,7 +407,7 @@ impl DockerCall<'_> {
         self.shown(labels, &decided);
         relabel(labels, &decided);
         if !self.owns(labels) {
-            return Err(DockerError::Ownership);
+            return Err(refused("foreign_container", DockerError::Ownership));
         }
         let proof = Proof {
             nonconformity: self.policy().nonconformity(&inspected),
@@ -540,7 +540,7 @@ impl DockerCall<'_> {
         reference: &Reference,
     ) -> Result<names::AllocationNames, DockerError> {
         if !self.scope.references().contains(reference) {
-            return Err(DockerError::Ownership);
+            return Err(refused("foreign_reference", DockerError::Ownership));
         }
         Ok(self.names_of(reference))
     }
@@ -551,7 +551,8 @@ impl DockerCall<'_> {
         &self,
         spec: &ContainerSpec,
     ) -> Result<String, DockerError> {
-        let request = ContainerRequest::check(spec).map_err(|_| DockerError::Invalid)?;
+        let request = ContainerRequest::check(spec)
+            .map_err(|_| refused("container_request", DockerError::Invalid))?;
         let reference = self.scope.single().ok_or(DockerError::Invalid)?;
         let names = self.names_of(reference);
         if request.name != names.container
@@ -560,7 +561,7 @@ impl DockerCall<'_> {
                 .into_iter()
                 .any(|volume| !names.has_volume(volume))
         {
-            return Err(DockerError::Invalid);
+            return Err(refused("name_not_the_allocations", DockerError::Invalid));
         }
         for volume in request.volumes() {
             self.owned_volume(volume).await?;
@@ -980,6 +981,18 @@ impl DockerCall<'_> {
             overflowed: false,
         })
     }
+}
+
+/// Logs one refusal by the Docker policy (nothing is sent): the rule, in
+/// the call's span (kind, operation); never a name, id or value.
+fn refused(rule: &'static str, error: DockerError) -> DockerError {
+    tracing::warn!(
+        capability = "docker",
+        rule,
+        event = "request_refused",
+        "a request was refused by the capability's policy"
+    );
+    error
 }
 
 #[cfg(test)]
