@@ -916,6 +916,30 @@ fn an_operator_row_is_checked_against_its_component_and_the_builtin_kinds() {
     );
 }
 
+/// `serve` on `config`, which must refuse to start (exit status 2): its
+/// standard error. A `serve` that starts instead fails the test rather
+/// than hanging it.
+fn refused_start(config: &str) -> String {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args(["serve", "--config", config])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let started = std::time::Instant::now();
+    while serve.try_wait().expect("status").is_none() {
+        if started.elapsed() > SERVE_PATIENCE {
+            let _ = serve.kill();
+            let _ = serve.wait();
+            panic!("serve started although it must refuse to");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = serve.wait_with_output().expect("output");
+    assert_eq!(output.status.code(), Some(2), "serve refuses to start");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn serve_refuses_a_credential_or_configuration_that_can_never_work() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -951,9 +975,7 @@ template = {template}
             ),
         )
         .expect("config");
-        let output = host(&["serve", "--config", &config.display().to_string()]);
-        assert_eq!(output.status.code(), Some(2), "serve refuses to start");
-        String::from_utf8_lossy(&output.stderr).into_owned()
+        refused_start(&config.display().to_string())
     };
     let not_json = serve("secret-not-json-0451", "\"base\"");
     assert!(
