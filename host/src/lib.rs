@@ -1,7 +1,8 @@
 //! The sandbox-provider plugin host.
 //!
-//! It loads provider components from one fixed registry table
-//! ([`registry::builtin`]), validates each registration before compiling
+//! It loads provider components from one explicit registry table (the
+//! built-in rows, [`registry::builtin`], and an operator's registry file,
+//! [`registry::Registry`]), validates each registration before compiling
 //! anything, validates each component's operation declaration against the
 //! inventory derived from its exports, and runs every operation in a fresh
 //! instance under a budget while brokering the component's native calls

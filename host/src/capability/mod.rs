@@ -54,6 +54,20 @@ use std::time::Instant;
 /// own part as its `Grant`.
 pub use oac_provider_api::registry::Grants;
 
+/// Logs one request a capability's policy refused (nothing was sent) as a
+/// WARN line: the capability and the rule, in the call's span (kind,
+/// operation); never a target, name, header or value. Returns `error`, the
+/// answer the component gets.
+pub(crate) fn refused<E>(capability: &'static str, rule: &'static str, error: E) -> E {
+    tracing::warn!(
+        capability,
+        rule,
+        event = "request_refused",
+        "a request was refused by the capability's policy"
+    );
+    error
+}
+
 /// What a native request does, by capability: what the boundary's hook
 /// sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

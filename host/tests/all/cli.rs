@@ -1000,3 +1000,46 @@ template = {template}
         "{bad_configuration}"
     );
 }
+
+/// A request a capability's policy refuses is said once, at the default
+/// level: kind, operation, capability and rule, never the target.
+#[test]
+fn a_policy_refusal_logs_one_warn_line_with_its_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let output = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+        .args([
+            "call",
+            "steerable-direct",
+            "get-info",
+            "--reference",
+            "t/e/a",
+            "--plugins",
+            &plugins(),
+            "--registry",
+            &registry(),
+            "--state-dir",
+            &state.display().to_string(),
+            "--configuration",
+            r#"steerable-direct={"action":"http-get","url":"https://elsewhere.example/x?token=hidden-0451"}"#,
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("call");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // (The steerable component also asks for Docker, which a direct kind
+    // is not granted: those refusals are logged the same way.)
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("request_refused") && line.contains("capability=\"http\""))
+        .collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    let line = lines[0];
+    for named in ["WARN", "steerable-direct", "get-info", "origin_not_granted"] {
+        assert!(line.contains(named), "{named} in {line}");
+    }
+    assert!(
+        !stderr.contains("elsewhere") && !stderr.contains("hidden-0451"),
+        "{stderr}"
+    );
+}

@@ -87,7 +87,8 @@ pub(crate) enum ClientCmd {
     /// Print each served kind's readiness diagnostics as JSON (exit status 1
     /// when any kind is not ready).
     Health,
-    /// Print the served kinds' declarations as JSON.
+    /// Print the node's registry digest and identity, and the served kinds'
+    /// declarations and component digests, as JSON.
     Kinds,
     /// Run one operation through the node and print the result as JSON
     /// (exit status 1 when the operation returns an error code).

@@ -1,6 +1,6 @@
 //! `sandbox-host`: serve, validate, describe and call the provider kinds of
-//! the fixed registry compiled into this binary, and talk to a serving node
-//! as Core does. One module per group of subcommands.
+//! the registry (the rows built into this binary and an operator's registry
+//! file), and talk to a serving node as Core does. One module per group of subcommands.
 
 mod client;
 mod inspect;
@@ -14,8 +14,9 @@ use clap::{Parser, Subcommand};
 use sandbox_host::host::Connect;
 use std::path::PathBuf;
 
-/// Loads sandbox-provider Wasm components from the fixed registry, validates
-/// them, and brokers their native calls (Docker Engine, HTTP).
+/// Loads sandbox-provider Wasm components from one registry (built-in rows
+/// and an operator's registry file), validates them, and brokers their
+/// native calls (Docker Engine, HTTP, receipts).
 #[derive(Parser)]
 #[command(version, about, long_about = None)]
 struct Cli {

@@ -983,16 +983,9 @@ impl DockerCall<'_> {
     }
 }
 
-/// Logs one refusal by the Docker policy (nothing is sent): the rule, in
-/// the call's span (kind, operation); never a name, id or value.
+/// [`super::refused`] for the Docker policy.
 fn refused(rule: &'static str, error: DockerError) -> DockerError {
-    tracing::warn!(
-        capability = "docker",
-        rule,
-        event = "request_refused",
-        "a request was refused by the capability's policy"
-    );
-    error
+    super::refused("docker", rule, error)
 }
 
 #[cfg(test)]

@@ -87,18 +87,9 @@ impl State {
         }
     }
 
-    /// Logs one refusal by the HTTP policy (nothing is sent): the rule, in
-    /// the call's span (kind, operation); never the target, a header or a
-    /// secret.
+    /// [`crate::capability::refused`] for the HTTP policy.
     fn refused(&self, rule: &'static str) -> HttpError {
-        tracing::warn!(
-            kind = %self.capabilities.kind,
-            capability = "http",
-            rule,
-            event = "request_refused",
-            "a request was refused by the capability's policy"
-        );
-        HttpError::HttpRequestDenied
+        crate::capability::refused("http", rule, HttpError::HttpRequestDenied)
     }
 
     /// The policy: the request as it will be sent, or why it is refused

@@ -106,6 +106,11 @@ impl Owned {
     }
 }
 
+/// [`super::refused`] for the receipts policy.
+fn refused(rule: &'static str, error: ReceiptsError) -> ReceiptsError {
+    super::refused("receipts", rule, error)
+}
+
 impl View<'_> {
     /// The broker and the record address for `key`, or why the call may
     /// not reach it (checked before anything is read or written).
@@ -115,7 +120,10 @@ impl View<'_> {
         key: String,
     ) -> Result<(Broker, Owned), ReceiptsError> {
         let capabilities = &self.call.capabilities;
-        let broker = capabilities.receipts.clone().ok_or(ReceiptsError::Denied)?;
+        let broker = capabilities
+            .receipts
+            .clone()
+            .ok_or_else(|| refused("not_granted", ReceiptsError::Denied))?;
         let (function, effect) = match action {
             ReceiptAction::Get => ("get", Effect::Reads),
             ReceiptAction::Put => ("put", Effect::Changes),
@@ -131,11 +139,14 @@ impl View<'_> {
         // a probe or a verification may read at most.
         let scope = &self.call.scope;
         if !scope.may_reach() || (!action.is_read() && !scope.may_change()) {
-            return Err(ReceiptsError::Denied);
+            return Err(refused("call_may_not_write", ReceiptsError::Denied));
         }
-        let reference = scope.single().ok_or(ReceiptsError::Denied)?.clone();
+        let reference = scope
+            .single()
+            .ok_or_else(|| refused("not_one_allocation", ReceiptsError::Denied))?
+            .clone();
         if !oac_contract::is_valid_reason(&key) {
-            return Err(ReceiptsError::Invalid);
+            return Err(refused("key", ReceiptsError::Invalid));
         }
         Ok((
             broker,
@@ -196,7 +207,7 @@ impl receipts::Host for View<'_> {
         if value.len() > MAX_RECEIPT_BYTES {
             // Checked after the scope and key, as before any request.
             self.receipt(ReceiptAction::Put, key)?;
-            return Err(ReceiptsError::Invalid);
+            return Err(refused("record_bound", ReceiptsError::Invalid));
         }
         let outcome = self
             .cross(ReceiptAction::Put, key, move |store, address| {
