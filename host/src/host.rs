@@ -305,8 +305,8 @@ impl Host {
     }
 
     /// Refuses what can never work before anything is served: for every
-    /// loaded direct kind given a configuration or a credential, the
-    /// credential given must fit the kind's shape, and
+    /// loaded direct kind `bindings` names, the credential given must fit
+    /// the kind's shape, and
     /// the component's own `decode-input` must accept the configured public
     /// object with it. `serve`, `call` and `validate` run it at start.
     pub async fn check_configured(

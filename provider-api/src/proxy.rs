@@ -641,6 +641,28 @@ mod tests {
         assert_eq!(on_record(false), Err(Error::ComputeUnconfirmed));
     }
 
+    /// With a row that pins its declaration, Core's copy decides; a node
+    /// that declares the kind otherwise is refused.
+    #[test]
+    fn a_pinned_row_decides_the_declaration() {
+        let row = crate::registry::builtin()
+            .into_iter()
+            .find(|row| row.kind == "docker")
+            .expect("docker");
+        let as_pinned = served(|op| match row.pinned(op) {
+            Some(Decision::Unsupported(reason)) => wire::Support::Unsupported(reason),
+            _ => wire::Support::Supported,
+        });
+        let declared = declaration_of(&row, &as_pinned).expect("as pinned");
+        assert!(declared.supports(Operation::Observe));
+        assert!(!declared.supports_checkpoint());
+        let widened = served(|_| wire::Support::Supported);
+        assert!(matches!(
+            declaration_of(&row, &widened),
+            Err(ProxyError::NotAsPinned(kind)) if kind == "docker"
+        ));
+    }
+
     #[test]
     fn the_nodes_declaration_must_follow_the_contract() {
         let none = || wire::Support::Unsupported("none".into());

@@ -127,8 +127,7 @@ impl Kind {
 
 impl Kind {
     /// What `binding` gives a direct kind, checked as [`Host::check_configured`]
-    /// describes (unless it gives nothing at all); the key path and reason
-    /// of the first fault.
+    /// describes; the key path and reason of the first fault.
     ///
     /// [`Host::check_configured`]: crate::Host::check_configured
     pub(crate) async fn check_configured(
@@ -136,15 +135,6 @@ impl Kind {
         binding: &crate::NodeBinding,
     ) -> Result<(), (String, &'static str)> {
         if self.registration.mode != crate::registry::Mode::Direct {
-            return Ok(());
-        }
-        let nothing_given = binding.credential.is_none()
-            && binding
-                .configuration
-                .as_object()
-                .is_some_and(|object| object.is_empty());
-        if nothing_given {
-            // `validate` or `describe` of a kind given nothing to check.
             return Ok(());
         }
         let shape = &self.registration.credential_fields;

@@ -947,7 +947,7 @@ fn serve_refuses_a_credential_or_configuration_that_can_never_work() {
     std::fs::write(&token, "0123456789abcdef0123\n").expect("token");
     let credential = dir.path().join("e2b.key");
     let config = dir.path().join("node.toml");
-    let serve = |credential_text: &str, template: &str| {
+    let serve = |credential_text: &str, configuration: &str| {
         std::fs::write(&credential, credential_text).expect("credential");
         for file in [&token, &credential] {
             std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
@@ -965,7 +965,7 @@ unix = "{socket}"
 [kinds.e2b]
 credential_file = "{credential}"
 [kinds.e2b.configuration]
-template = {template}
+{configuration}
 "#,
                 token = token.display(),
                 plugins = plugins(),
@@ -977,19 +977,19 @@ template = {template}
         .expect("config");
         refused_start(&config.display().to_string())
     };
-    let not_json = serve("secret-not-json-0451", "\"base\"");
+    let not_json = serve("secret-not-json-0451", "template = \"base\"");
     assert!(
         not_json.contains("kind `e2b`: credential is not a JSON object"),
         "{not_json}"
     );
     assert!(!not_json.contains("secret-not-json-0451"), "{not_json}");
-    let wrong_field = serve(r#"{"apikey":"secret-field-0451"}"#, "\"base\"");
+    let wrong_field = serve(r#"{"apikey":"secret-field-0451"}"#, "template = \"base\"");
     assert!(
         wrong_field.contains("kind `e2b`: credential.api_key is missing"),
         "{wrong_field}"
     );
     assert!(!wrong_field.contains("secret-field-0451"), "{wrong_field}");
-    let bad_configuration = serve(r#"{"api_key":"secret-key-0451"}"#, "7");
+    let bad_configuration = serve(r#"{"api_key":"secret-key-0451"}"#, "template = 7");
     assert!(
         bad_configuration
             .contains("kind `e2b`: configuration is refused by the component's decode-input"),
@@ -998,6 +998,12 @@ template = {template}
     assert!(
         !bad_configuration.contains("secret-key-0451"),
         "{bad_configuration}"
+    );
+    // A served kind given no configuration at all is checked too.
+    let none = serve(r#"{"api_key":"secret-key-0451"}"#, "");
+    assert!(
+        none.contains("kind `e2b`: configuration is refused"),
+        "{none}"
     );
 }
 

@@ -81,7 +81,7 @@ struct File {
 
 /// The rows of a registry file's `text`, each checked by the registration
 /// check (built-in kinds are not consulted here: see
-/// [`super::Registry::with_rows`]).
+/// [`super::Registry::extended`]).
 pub fn parse_file(text: &str) -> Result<Vec<Registration>, RegistryFileError> {
     let file: File = decode_toml(text).map_err(RegistryFileError::Decode)?;
     let rows: Vec<Registration> = file

@@ -288,12 +288,6 @@ impl Registry {
         Self::extended(builtin(), Some(path))
     }
 
-    /// The built-in rows and those of the operator's file at `path`, if
-    /// one is named.
-    pub fn with_file_or_builtin(path: Option<&std::path::Path>) -> Result<Self, RegistryFileError> {
-        Self::extended(builtin(), path)
-    }
-
     /// `base` (the built-in rows, or a test's) and the rows of the
     /// operator's file at `path`, if any.
     pub fn extended(
@@ -310,13 +304,8 @@ impl Registry {
         Self::beside(base, parse_file(&text)?)
     }
 
-    /// The built-in rows and `operator` rows: refused if any row is
-    /// invalid or an operator row names a built-in kind (or another
-    /// operator row's).
-    pub fn with_rows(operator: Vec<Registration>) -> Result<Self, RegistryFileError> {
-        Self::beside(builtin(), operator)
-    }
-
+    /// `base` and `operator` rows: refused if any row is invalid or an
+    /// operator row names a kind of `base`.
     fn beside(
         mut rows: Vec<Registration>,
         operator: Vec<Registration>,
@@ -428,7 +417,7 @@ mod tests {
     fn an_operator_row_never_shadows_a_builtin_kind() {
         let docker = Registry::builtin().get("docker").expect("docker").clone();
         assert!(matches!(
-            Registry::with_rows(vec![docker]),
+            Registry::beside(builtin(), vec![docker]),
             Err(RegistryFileError::Shadows(kind)) if kind == "docker"
         ));
     }

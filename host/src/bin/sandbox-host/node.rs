@@ -66,8 +66,13 @@ impl NodeArgs {
         Ok(Some(ContainerPolicy::load(&settings)?))
     }
 
-    /// Every registered kind's binding.
-    fn bindings(&self, table: &[registry::Registration]) -> Result<BTreeMap<String, NodeBinding>> {
+    /// The binding of every row of `table` (`registry` says which kinds
+    /// are direct).
+    fn bindings(
+        &self,
+        registry: &registry::Registry,
+        table: &[registry::Registration],
+    ) -> Result<BTreeMap<String, NodeBinding>> {
         let policy = self.container_policy()?;
         let mut configurations = BTreeMap::new();
         for entry in &self.configurations {
@@ -89,8 +94,7 @@ impl NodeArgs {
             let (kind, path) = entry
                 .split_once('=')
                 .context("--credential-file takes KIND=FILE")?;
-            let direct = self
-                .registry()?
+            let direct = registry
                 .get(kind)
                 .is_some_and(|row| row.mode == registry::Mode::Direct);
             if !direct {
@@ -123,13 +127,17 @@ impl NodeArgs {
             .collect()
     }
 
-    /// The registry rows to load: `--kind` (or `only`), else every row.
-    fn table(&self, only: Option<&str>) -> Result<Vec<registry::Registration>> {
+    /// The rows of `registry` to load: `--kind` (or `only`), else every row.
+    fn table(
+        &self,
+        registry: &registry::Registry,
+        only: Option<&str>,
+    ) -> Result<Vec<registry::Registration>> {
         let wanted: Vec<&str> = match only {
             Some(kind) => vec![kind],
             None => self.kinds.iter().map(String::as_str).collect(),
         };
-        let table = self.registry()?.into_rows();
+        let table = registry.rows();
         if let Some(unknown) = wanted
             .iter()
             .find(|kind| !table.iter().any(|row| row.kind == **kind))
@@ -142,27 +150,32 @@ impl NodeArgs {
             );
         }
         Ok(table
-            .into_iter()
+            .iter()
             .filter(|row| wanted.is_empty() || wanted.contains(&row.kind.as_str()))
+            .cloned()
             .collect())
     }
 
-    /// The built-in rows and those of `--registry`.
-    pub(crate) fn registry(&self) -> Result<registry::Registry> {
-        Ok(registry::Registry::with_file_or_builtin(
-            self.registry.as_deref(),
-        )?)
-    }
-
     /// Loads the registered kinds (every one, those of `--kind`, or
-    /// `only`), connecting their capabilities or not, and refuses what
-    /// they are given if it can never work ([`Host::check_configured`]).
+    /// `only`) from the built-in rows and those of `--registry`, connecting
+    /// their capabilities or not, and refuses what the kinds given a
+    /// configuration or a credential are given if it can never work
+    /// ([`Host::check_configured`]; a kind given nothing is only described
+    /// or validated).
     pub(crate) async fn load(&self, connect: Connect, only: Option<&str>) -> Result<Host> {
         let runtime = Runtime::new().context("creating the WebAssembly engine")?;
-        let table = self.table(only)?;
-        let bindings = self.bindings(&table)?;
+        let registry = registry::Registry::extended(registry::builtin(), self.registry.as_deref())?;
+        let table = self.table(&registry, only)?;
+        let bindings = self.bindings(&registry, &table)?;
         let host = Host::load(runtime, &table, &self.plugins, &bindings, connect).await?;
-        host.check_configured(&bindings).await?;
+        let given: BTreeMap<String, NodeBinding> = bindings
+            .into_iter()
+            .filter(|(kind, _)| {
+                let named = |entry: &String| entry.split_once('=').is_some_and(|(k, _)| k == kind);
+                self.configurations.iter().any(named) || self.credential_files.iter().any(named)
+            })
+            .collect();
+        host.check_configured(&given).await?;
         Ok(host)
     }
 }
