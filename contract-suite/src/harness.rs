@@ -2,12 +2,15 @@
 //! production loads it, wired to a native-side fixture and the recorder.
 //! Every call here is raw: the suite judges the component's own answers.
 
-use crate::fixtures::{Engine, FixtureError, e2b_api};
+use crate::cases::Declared;
+use crate::fixtures::{Engine, FixtureError};
+use crate::profile::{Class, Classifier, HttpProfile};
 use crate::recorder::{Call, Plan, Recorder};
+use crate::vendor_fake::VendorFake;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::registry::{DigestSource, EndpointGrant, Grants, Mode, Policy, Registration};
+use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
 use sandbox_host::testing::NativeRequest;
 use sandbox_host::testing::TestNetwork;
 use sandbox_host::types::{
@@ -61,34 +64,34 @@ pub fn policy_settings(image: &str, seccomp_profile_file: PathBuf) -> PolicySett
 pub struct Target {
     /// The component file.
     pub component: PathBuf,
-    /// `nodes` or `direct`.
-    pub mode: Mode,
+    /// Budget of each call, in milliseconds.
+    pub budget_ms: u32,
+    /// The native side its capabilities reach.
+    pub tier: Tier,
+}
+
+/// The native side of a run.
+#[derive(Clone, Debug)]
+pub enum Tier {
+    /// A node kind granted the Docker capability, against the fake Docker
+    /// Engine or a real one.
+    Docker(DockerTier),
+    /// A kind that reaches its vendor over `http`, against the vendor's
+    /// own fake, described by its profile.
+    Http(Box<HttpProfile>),
+}
+
+/// The Docker tier's settings.
+#[derive(Clone, Debug)]
+pub struct DockerTier {
+    /// A real Docker Engine at this socket (the real-engine tier), or the
+    /// fake engine.
+    pub engine: Option<PathBuf>,
     /// The kind's own configuration (JSON text).
     pub configuration: String,
     /// The seccomp profile of the container policy (the real-engine tier
     /// needs the assembled profile; the fake engine takes any confining one).
     pub seccomp_profile: String,
-    /// Budget of each call, in milliseconds.
-    pub budget_ms: u32,
-    /// The native side the component's capabilities reach.
-    pub fixture: Fixture,
-}
-
-/// The native side of a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fixture {
-    /// The stateful fake Docker Engine.
-    FakeEngine,
-    /// A real Docker Engine at this socket (the real-engine tier).
-    RealEngine(PathBuf),
-    /// The fake vendor REST API, granted to the component over `http`; its
-    /// origin replaces `${FIXTURE_ORIGIN}` in the configuration.
-    FakeVendor,
-    /// The fake E2B: a direct kind with E2B's endpoint grant (API URL and
-    /// sandbox domain from the configuration), the fixture's API key as
-    /// its credential, durable receipts in a fresh state directory, and
-    /// the fixture's test network (its CA; every name to its address).
-    FakeE2b,
 }
 
 /// Why the suite could not start.
@@ -97,6 +100,9 @@ pub enum HarnessError {
     /// The fixture did not start.
     #[error(transparent)]
     Fixture(#[from] FixtureError),
+    /// The vendor's fake did not start or answer.
+    #[error(transparent)]
+    VendorFake(#[from] crate::vendor_fake::VendorFakeError),
     /// The component file is unreadable or its path unusable.
     #[error("cannot read the component at {0}")]
     Component(PathBuf),
@@ -109,9 +115,10 @@ pub enum HarnessError {
     /// The receipts' state directory could not be made.
     #[error("the receipt store could not be made")]
     State,
-    /// The host refused the component (this is itself a failed case).
+    /// The host refused the component (this is itself a failed case), with
+    /// the component's own declaration when it could be read.
     #[error("the host refused the component: {0}")]
-    Load(String),
+    Load(String, Option<Box<Declared>>),
 }
 
 /// A loaded component with its fixture.
@@ -126,8 +133,14 @@ pub struct Harness {
     loaded: (Registration, NodeBinding, PathBuf),
     /// The recorder at the capability boundary.
     pub recorder: Arc<Recorder>,
+    /// How the clauses classify native requests.
+    pub classifier: Arc<Classifier>,
     /// Every answer the component gave, rendered, for the leak checks.
     pub answers: Mutex<Vec<String>>,
+    /// The definite refusal status of the vendor (HTTP tier).
+    pub refusal_status: u16,
+    /// The component's declaration as it gave it.
+    pub declared: Declared,
     budget: Budget,
     allocations: AtomicUsize,
 }
@@ -136,15 +149,110 @@ pub struct Harness {
 #[allow(clippy::result_large_err)] // `Failure` is the contract's shape
 pub type Mutation = Result<Info, Failure>;
 
+/// What a tier grants and binds, besides what every run shares.
+struct Wiring {
+    mode: Mode,
+    grants: Grants,
+    credential_fields: Vec<String>,
+    credential: Option<String>,
+    configuration: serde_json::Value,
+    policy: Option<ContainerPolicy>,
+    test_network: Option<TestNetwork>,
+    classifier: Classifier,
+    refusal_status: u16,
+}
+
+/// The Docker tier: the engine's socket and the suite's container policy.
+async fn docker_wiring(tier: &DockerTier) -> Result<(Engine, Wiring), HarnessError> {
+    let (engine, image) = match &tier.engine {
+        None => Engine::fake().await?,
+        Some(socket) => Engine::real(socket).await?,
+    };
+    let configuration =
+        serde_json::from_str(&tier.configuration).map_err(|_| HarnessError::Configuration)?;
+    let policy = container_policy(&image, &tier.seccomp_profile)
+        .map_err(|error| HarnessError::Policy(error.0))?;
+    let wiring = Wiring {
+        mode: Mode::Nodes,
+        grants: Grants {
+            docker: true,
+            ..Grants::default()
+        },
+        credential_fields: Vec::new(),
+        credential: None,
+        configuration,
+        policy: Some(policy),
+        test_network: None,
+        classifier: Classifier::default(),
+        refusal_status: 0,
+    };
+    Ok((engine, wiring))
+}
+
+/// The HTTP tier: the fake's origin (or the configured endpoint), the
+/// profile's credential and receipts.
+async fn http_wiring(profile: &HttpProfile) -> Result<(Engine, Wiring), HarnessError> {
+    let fake = VendorFake::start(&profile.fake, &profile.native_error_marker).await?;
+    let origin = fake.announcement.origin.clone();
+    let configuration = profile
+        .configuration
+        .to_string()
+        .replace("${FIXTURE_ORIGIN}", origin.as_deref().unwrap_or_default());
+    let configuration =
+        serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
+    let origins = match (&profile.endpoint, origin) {
+        (None, Some(origin)) => vec![origin],
+        _ => Vec::new(),
+    };
+    let test_network = match &fake.announcement.tls {
+        Some(tls) => Some(TestNetwork {
+            root_certificate_pem: tls.ca_pem.as_bytes().to_vec(),
+            address: tls.address.parse().map_err(|_| {
+                crate::vendor_fake::VendorFakeError::Announcement(
+                    "tls.address is not an address".into(),
+                )
+            })?,
+        }),
+        None => None,
+    };
+    let wiring = Wiring {
+        mode: if profile.mode == "nodes" {
+            Mode::Nodes
+        } else {
+            Mode::Direct
+        },
+        grants: Grants {
+            docker: false,
+            http_origins: origins.clone(),
+            // The fake takes the credential at its one origin.
+            credential_origins: origins,
+            receipts: profile.receipts,
+            http_endpoint: profile.endpoint.clone(),
+        },
+        credential_fields: profile
+            .credential
+            .iter()
+            .flat_map(|credential| credential.keys().cloned())
+            .collect(),
+        credential: profile
+            .credential
+            .as_ref()
+            .map(|credential| serde_json::Value::Object(credential.clone()).to_string()),
+        configuration,
+        policy: None,
+        test_network,
+        classifier: Classifier::new(profile.requests.clone()),
+        refusal_status: profile.refusal_status,
+    };
+    Ok((Engine::Http(Box::new(fake)), wiring))
+}
+
 impl Harness {
     /// Starts the fixture and loads the component with the recorder as hook.
     pub async fn start(target: &Target) -> Result<Self, HarnessError> {
-        // The image id for an engine, the origin for the vendor API.
-        let (engine, image_or_origin) = match &target.fixture {
-            Fixture::FakeEngine => Engine::fake().await?,
-            Fixture::RealEngine(socket) => Engine::real(socket).await?,
-            Fixture::FakeVendor => Engine::vendor().await?,
-            Fixture::FakeE2b => (Engine::e2b().await?, String::new()),
+        let (engine, wiring) = match &target.tier {
+            Tier::Docker(tier) => docker_wiring(tier).await?,
+            Tier::Http(profile) => http_wiring(profile).await?,
         };
         let bytes = std::fs::read(&target.component)
             .map_err(|_| HarnessError::Component(target.component.clone()))?;
@@ -158,40 +266,13 @@ impl Harness {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        let docker = target.mode == Mode::Nodes && engine.socket().is_some();
-        let vendor = matches!(engine, Engine::Vendor(_));
-        let e2b = match &engine {
-            Engine::E2b(fake) => Some(fake),
-            _ => None,
-        };
         let registration = Registration {
             kind: KIND.into(),
-            mode: target.mode,
+            mode: wiring.mode,
             component: file.into(),
             digest: DigestSource::Pinned(sandbox_host::loader::sha256_hex(&bytes)),
-            // E2B's credential is `{"api_key": …}`.
-            credential_fields: e2b.map(|_| vec!["api_key".into()]).unwrap_or_default(),
-            grants: Grants {
-                docker,
-                http_origins: if vendor {
-                    vec![image_or_origin.clone()]
-                } else {
-                    Vec::new()
-                },
-                // A vendor's fake takes the credential at its one origin.
-                credential_origins: if vendor {
-                    vec![image_or_origin.clone()]
-                } else {
-                    Vec::new()
-                },
-                receipts: e2b.is_some(),
-                http_endpoint: e2b.map(|_| EndpointGrant {
-                    api_url_key: "api_url".into(),
-                    domain_key: "domain".into(),
-                    default_api_url: "https://api.e2b.app".into(),
-                    default_domain: "e2b.app".into(),
-                }),
-            },
+            credential_fields: wiring.credential_fields,
+            grants: wiring.grants,
             policy: Policy {
                 default_budget_ms: target.budget_ms,
                 ..Policy::default()
@@ -201,23 +282,14 @@ impl Harness {
             // The suite judges whatever the component declares.
             unsupported: None,
         };
-        let configuration = target
-            .configuration
-            .replace("${FIXTURE_ORIGIN}", &image_or_origin);
-        let configuration: serde_json::Value =
-            serde_json::from_str(&configuration).map_err(|_| HarnessError::Configuration)?;
-        let policy = if docker {
-            Some(
-                container_policy(&image_or_origin, &target.seccomp_profile)
-                    .map_err(|error| HarnessError::Policy(error.0))?,
-            )
-        } else {
-            None
-        };
-        let recorder = Arc::new(Recorder::default());
-        let state = match e2b {
-            Some(_) => Some(tempfile::tempdir().map_err(|_| HarnessError::State)?),
-            None => None,
+        if !wiring.configuration.is_object() {
+            return Err(HarnessError::Configuration);
+        }
+        let classifier = Arc::new(wiring.classifier);
+        let recorder = Arc::new(Recorder::new(classifier.clone()));
+        let state = match registration.grants.receipts {
+            true => Some(tempfile::tempdir().map_err(|_| HarnessError::State)?),
+            false => None,
         };
         let receipts = match &state {
             Some(dir) => Some(
@@ -228,20 +300,25 @@ impl Harness {
         let binding = NodeBinding {
             installation_id: INSTALLATION.into(),
             docker: sandbox_host::capability::docker::Binding {
-                socket: engine.socket().filter(|_| docker).map(Path::to_path_buf),
-                policy,
+                socket: engine.socket().map(Path::to_path_buf),
+                policy: wiring.policy,
             },
-            configuration,
-            credential: e2b.map(|_| serde_json::json!({"api_key": e2b_api::API_KEY}).to_string()),
+            configuration: wiring.configuration,
+            credential: wiring.credential,
             receipts,
-            http_test_network: e2b.map(|fake| TestNetwork {
-                root_certificate_pem: fake.ca_pem().as_bytes().to_vec(),
-                address: fake.address(),
-            }),
+            http_test_network: wiring.test_network,
             hook: Some(recorder.clone()),
         };
         let loaded = (registration, binding, dir);
-        let host = Self::load(&loaded).await?;
+        let declared = Self::declared(&loaded).await;
+        let host = match Self::load(&loaded).await {
+            Ok(host) => host,
+            Err(HarnessError::Load(observed, _)) => {
+                return Err(HarnessError::Load(observed, declared.ok().map(Box::new)));
+            }
+            Err(other) => return Err(other),
+        };
+        let declared = declared.map_err(|error| HarnessError::Load(error, None))?;
         let budget =
             Budget::from_millis(target.budget_ms).map_err(|_| HarnessError::Configuration)?;
         Ok(Self {
@@ -250,15 +327,28 @@ impl Harness {
             _state: state,
             loaded,
             recorder,
+            classifier,
             answers: Mutex::default(),
+            refusal_status: wiring.refusal_status,
+            declared,
             budget,
             allocations: AtomicUsize::new(0),
         })
     }
 
+    /// The component's declaration as it gives it, before any check.
+    async fn declared(loaded: &(Registration, NodeBinding, PathBuf)) -> Result<Declared, String> {
+        let (registration, binding, dir) = loaded;
+        let runtime = Runtime::new().map_err(|error| error.to_string())?;
+        sandbox_host::testing::declared(&runtime, registration, binding, dir)
+            .await
+            .map_err(|error| error.to_string())
+    }
+
     async fn load(loaded: &(Registration, NodeBinding, PathBuf)) -> Result<Host, HarnessError> {
         let (registration, binding, dir) = loaded;
-        let runtime = Runtime::new().map_err(|error| HarnessError::Load(error.to_string()))?;
+        let runtime =
+            Runtime::new().map_err(|error| HarnessError::Load(error.to_string(), None))?;
         sandbox_host::testing::load_unpoliced(
             runtime,
             std::slice::from_ref(registration),
@@ -266,7 +356,7 @@ impl Harness {
             &BTreeMap::from([(KIND.to_string(), binding.clone())]),
         )
         .await
-        .map_err(|error| HarnessError::Load(error.to_string()))
+        .map_err(|error| HarnessError::Load(error.to_string(), None))
     }
 
     /// The component loaded again by a new host on the same native side
@@ -280,6 +370,16 @@ impl Harness {
     pub fn declaration(&self) -> (&Declaration, &Inventory) {
         let kind = self.host.kind(KIND).expect("the kind under test is loaded");
         (&kind.declaration, &kind.inventory)
+    }
+
+    /// True for requests that change native state (by the tier's classes).
+    pub fn is_mutation(&self, request: &NativeRequest) -> bool {
+        self.classifier.class(request).is_mutation()
+    }
+
+    /// The class of `request`.
+    pub fn class(&self, request: &NativeRequest) -> Class {
+        self.classifier.class(request)
     }
 
     /// A reference no other case uses.

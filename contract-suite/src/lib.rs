@@ -1,9 +1,10 @@
 //! The contract suite: conformance of one provider component.
 //!
 //! It loads the component in the real host exactly as production does,
-//! wires its capabilities to native-side fixtures (a stateful fake Docker
-//! Engine API that the host's Engine transport talks to unchanged, or a fake
-//! vendor API over HTTP), and injects faults at the capability boundary
+//! wires its capabilities to native-side fixtures (the Docker tier: a
+//! stateful fake Docker Engine API that the host's Engine transport talks to
+//! unchanged, or a real engine; the HTTP tier: the vendor's own fake, with a
+//! profile that classifies its requests), and injects faults at the capability boundary
 //! through the host's native-request hook, so the same
 //! cases work for any vendor's adapter. Every native request is recorded and
 //! compared with the legitimate sequence, which exposes replay, fallback and
@@ -13,10 +14,12 @@ pub mod cases;
 pub mod fixtures;
 pub mod harness;
 pub mod logs;
+pub mod profile;
 pub mod recorder;
 pub mod report;
+pub mod vendor_fake;
 
-pub use harness::{Harness, HarnessError, Target};
+pub use harness::{DockerTier, Harness, HarnessError, Target, Tier};
 pub use report::Report;
 
 /// Runs every case against `target`. A component the host refuses yields a
@@ -38,8 +41,14 @@ pub async fn run_clauses(
     logs::clear();
     match Harness::start(target).await {
         Ok(harness) => Ok(cases::run(&harness, clauses, progress).await),
-        Err(HarnessError::Load(observed)) => {
+        Err(HarnessError::Load(observed, declared)) => {
             let mut report = Report::default();
+            // The rules the declaration breaks, by name, when it was read.
+            if let Some(declared) =
+                declared.filter(|_| clauses.contains(&cases::Clause::Declaration))
+            {
+                report.cases = cases::declaration::cases(&declared);
+            }
             report.cases.push(report::CaseResult {
                 id: "declaration.loads".into(),
                 clause: "declaration",
@@ -47,6 +56,7 @@ pub async fn run_clauses(
                 sentence: "The host loads the component: valid exports, stamp and declaration."
                     .into(),
                 failure: Some(observed),
+                not_run: None,
                 duration: std::time::Duration::ZERO,
             });
             Ok(report)

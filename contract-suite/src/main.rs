@@ -2,29 +2,32 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use contract_suite::Target;
 use contract_suite::cases::Clause;
-use contract_suite::harness::Fixture;
-use sandbox_host::registry::Mode;
+use contract_suite::profile::HttpProfile;
+use contract_suite::{DockerTier, Target, Tier};
 use std::path::PathBuf;
 
 /// Runs the sandbox-provider contract suite against one component, in the
-/// real host, with native-side fixtures and faults at the capability boundary.
+/// real host, with native-side fixtures and faults at the capability
+/// boundary. The Docker tier (default) runs a node kind against the fake
+/// Docker Engine or a real one; the HTTP tier (`--http PROFILE`) runs a kind
+/// that reaches its vendor over `http` against the vendor's own fake.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
     /// The component to test (a `.wasm` built for wasm32-wasip2).
     component: PathBuf,
-    /// The kind's mode: `nodes` (granted the Docker capability, wired to the
-    /// fake Docker Engine) or `direct`.
-    #[arg(long, default_value = "nodes")]
-    mode: String,
-    /// The kind's own configuration (a JSON file; default `{}`).
+    /// Run the HTTP tier with this profile (a JSON file: the vendor's fake,
+    /// the configuration, the credential file, receipts, and the request
+    /// classes; see contract-suite/README.md).
+    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["configuration", "engine_socket", "seccomp_profile"])]
+    http: Option<PathBuf>,
+    /// Docker tier: the kind's own configuration (a JSON file; default `{}`).
     #[arg(long)]
     configuration: Option<PathBuf>,
-    /// The seccomp profile of the node's container policy (the real-engine
-    /// tier needs the assembled `seccomp.json`; the fake engine never applies
-    /// one, so a small deny-by-default profile is the default).
+    /// Docker tier: the seccomp profile of the node's container policy (the
+    /// real-engine tier needs the assembled `seccomp.json`; the fake engine
+    /// never applies one, so a small deny-by-default profile is the default).
     #[arg(long)]
     seccomp_profile: Option<PathBuf>,
     /// Budget of each call in milliseconds (cancellation cases wait it out).
@@ -34,23 +37,13 @@ struct Cli {
     /// e.g. `notes=notes.txt` (repeatable).
     #[arg(long = "set-from-file", value_name = "KEY=FILE")]
     set_from_file: Vec<String>,
-    /// Run the real-engine tier: the same cases against the Docker Engine at
-    /// this Unix socket (the runtime image is imported into it), instead of
-    /// the fake engine.
-    #[arg(long, conflicts_with = "vendor")]
-    engine_socket: Option<PathBuf>,
-    /// Run against the fake vendor REST API over `http` instead of a Docker
-    /// Engine (its origin replaces `${FIXTURE_ORIGIN}` in the configuration).
-    /// The ownership and commands clauses are written for the Docker
-    /// capability: choose the other clauses with `--clause`.
+    /// Docker tier against a real engine: the same cases against the Docker
+    /// Engine at this Unix socket (the runtime image is imported into it),
+    /// instead of the fake engine.
     #[arg(long)]
-    vendor: bool,
-    /// Run against the fake E2B (REST API and envd behind TLS) as a direct
-    /// kind with E2B's endpoint grant, its API key and durable receipts.
-    #[arg(long, conflicts_with_all = ["vendor", "engine_socket"])]
-    e2b: bool,
+    engine_socket: Option<PathBuf>,
     /// Run only these clauses (repeatable; default: all): declaration,
-    /// unsupported, lifecycle, failure-matrix, ownership, commands,
+    /// unsupported, optional, lifecycle, failure-matrix, ownership, commands,
     /// checkpoint (only for a component that declares checkpoints),
     /// receipts (only for a kind granted receipts), leaks.
     #[arg(long = "clause", value_name = "CLAUSE")]
@@ -86,36 +79,36 @@ fn set_from_files(configuration: &str, settings: &[String]) -> Result<String> {
 #[tokio::main]
 async fn main() -> Result<std::process::ExitCode> {
     let cli = Cli::parse();
-    let mode = match cli.mode.as_str() {
-        "nodes" => Mode::Nodes,
-        "direct" => Mode::Direct,
-        other => anyhow::bail!("--mode must be nodes or direct, not `{other}`"),
-    };
-    let configuration = match &cli.configuration {
+    let tier = match &cli.http {
         Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+            let mut profile = HttpProfile::load(path)?;
+            let configuration =
+                set_from_files(&profile.configuration.to_string(), &cli.set_from_file)?;
+            profile.configuration = serde_json::from_str(&configuration)?;
+            Tier::Http(Box::new(profile))
         }
-        None => "{}".into(),
-    };
-    let configuration = set_from_files(&configuration, &cli.set_from_file)?;
-    let seccomp_profile = match &cli.seccomp_profile {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        None => {
+            let configuration = match &cli.configuration {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+                None => "{}".into(),
+            };
+            let seccomp_profile = match &cli.seccomp_profile {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+                None => contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
+            };
+            Tier::Docker(DockerTier {
+                engine: cli.engine_socket.clone(),
+                configuration: set_from_files(&configuration, &cli.set_from_file)?,
+                seccomp_profile,
+            })
         }
-        None => contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
     };
     let target = Target {
         component: cli.component.clone(),
-        mode,
-        configuration,
-        seccomp_profile,
         budget_ms: cli.budget_ms,
-        fixture: match (&cli.engine_socket, cli.vendor, cli.e2b) {
-            (Some(socket), _, _) => Fixture::RealEngine(socket.clone()),
-            (None, _, true) => Fixture::FakeE2b,
-            (None, true, _) => Fixture::FakeVendor,
-            (None, false, false) => Fixture::FakeEngine,
-        },
+        tier,
     };
     let clauses = if cli.clauses.is_empty() {
         Clause::ALL.to_vec()

@@ -1,32 +1,24 @@
 //! The suite's hook at the capability boundary: it records every native
 //! request and injects the planned fault into the k-th matching one.
 
+use crate::profile::{Class, Classifier};
 use sandbox_host::testing::{Effect, Fault, ImportCall, NativeHook, NativeRequest};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Which requests a plan counts.
 #[derive(Clone, Copy, Debug)]
 pub enum Matching {
     /// Every request.
     Any,
-    /// Requests whose action is exactly this.
-    Action(&'static str),
-    /// Removals (cleanup).
-    Removals,
-    /// Requests of this action whose target ends with this text (e.g. an
-    /// HTTP POST to one RPC path).
-    ActionTo(&'static str, &'static str),
+    /// Requests of this class.
+    Class(Class),
 }
 
 impl Matching {
-    pub(crate) fn matches(self, request: &NativeRequest) -> bool {
+    pub(crate) fn matches(self, class: Class) -> bool {
         match self {
             Matching::Any => true,
-            Matching::Action(action) => request.action.name() == action,
-            Matching::ActionTo(action, target) => {
-                request.action.name() == action && request.target.ends_with(target)
-            }
-            Matching::Removals => request.is_removal(),
+            Matching::Class(wanted) => class == wanted,
         }
     }
 }
@@ -65,15 +57,32 @@ struct State {
     calls: Vec<Call>,
     plan: Option<Plan>,
     counted: usize,
+    /// Whether any request of class create succeeded.
+    created: bool,
 }
 
 /// Records requests; injects at most the armed plan.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Recorder {
     state: Mutex<State>,
+    classifier: Arc<Classifier>,
 }
 
 impl Recorder {
+    /// A recorder that classifies requests with `classifier`.
+    pub fn new(classifier: Arc<Classifier>) -> Self {
+        Self {
+            state: Mutex::default(),
+            classifier,
+        }
+    }
+
+    /// True once the native side confirmed a request of class create: the
+    /// run made something that could be left behind.
+    pub fn created_something(&self) -> bool {
+        self.state().created
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock()
@@ -127,12 +136,19 @@ impl Recorder {
 
 impl NativeHook for Recorder {
     fn on_request(&self, request: &NativeRequest) -> Option<Fault> {
+        let class = self.classifier.class(request);
         let mut state = self.state();
         state.log.push(request.clone());
         state.shown.push(false);
-        let plan = state.plan.filter(|plan| plan.matching.matches(request))?;
+        let plan = state.plan.filter(|plan| plan.matching.matches(class))?;
         state.counted += 1;
         (plan.nth == 0 || plan.nth == state.counted).then_some(plan.fault)
+    }
+
+    fn on_response(&self, request: &NativeRequest, succeeded: bool) {
+        if succeeded && self.classifier.class(request) == Class::Create {
+            self.state().created = true;
+        }
     }
 
     fn on_ownership_shown(&self, request: &NativeRequest) {

@@ -35,6 +35,9 @@ pub struct CaseResult {
     pub sentence: String,
     /// `None` when it held; otherwise what was observed instead.
     pub failure: Option<String>,
+    /// Why the case could not judge anything (it neither held nor failed),
+    /// e.g. a leak check in a run that created nothing.
+    pub not_run: Option<String>,
     /// How long it took.
     pub duration: Duration,
 }
@@ -51,13 +54,18 @@ impl Report {
     pub fn passed(&self) -> usize {
         self.cases
             .iter()
-            .filter(|case| case.failure.is_none())
+            .filter(|case| case.failure.is_none() && case.not_run.is_none())
             .count()
     }
 
     /// Cases that did not hold.
     pub fn failed(&self) -> usize {
-        self.cases.len() - self.passed()
+        self.failures().count()
+    }
+
+    /// Cases that could not judge anything.
+    pub fn not_run(&self) -> impl Iterator<Item = &CaseResult> {
+        self.cases.iter().filter(|case| case.not_run.is_some())
     }
 
     /// The failed cases.
@@ -82,8 +90,22 @@ impl Report {
                 case.failure.as_deref().unwrap_or_default()
             ));
         }
+        for case in self.not_run() {
+            text.push_str(&format!(
+                "NOT RUN {} [{}] {}\n",
+                case.id,
+                case.clause,
+                case.not_run.as_deref().unwrap_or_default()
+            ));
+        }
+        let not_run = self.not_run().count();
+        let tail = if not_run > 0 {
+            format!(", {not_run} not run")
+        } else {
+            String::new()
+        };
         text.push_str(&format!(
-            "{} passed, {} failed\n",
+            "{} passed, {} failed{tail}\n",
             self.passed(),
             self.failed()
         ));
@@ -128,6 +150,9 @@ impl Report {
                     escape(clause),
                     escape(&case.sentence)
                 ));
+                if let Some(why) = &case.not_run {
+                    xml.push_str(&format!("      <skipped message=\"{}\"/>\n", escape(why)));
+                }
                 if let Some(observed) = &case.failure {
                     xml.push_str(&format!(
                         "      <failure message=\"{}\">{}</failure>\n",
@@ -179,6 +204,7 @@ mod tests {
                     level: Level::Must,
                     sentence: "x < y & \"z\"".into(),
                     failure: None,
+                    not_run: None,
                     duration: Duration::from_millis(3),
                 },
                 CaseResult {
@@ -187,6 +213,7 @@ mod tests {
                     level: Level::Should,
                     sentence: "s".into(),
                     failure: Some("saw <\u{7}> bytes".into()),
+                    not_run: None,
                     duration: Duration::ZERO,
                 },
             ],

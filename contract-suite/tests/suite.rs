@@ -3,9 +3,9 @@
 //! `cargo xtask build-plugins` (`target/plugins`).
 
 use contract_suite::cases::Clause;
-use contract_suite::harness::{FAKE_SECCOMP_PROFILE, Fixture};
-use contract_suite::{Report, Target};
-use sandbox_host::registry::Mode;
+use contract_suite::harness::FAKE_SECCOMP_PROFILE;
+use contract_suite::profile::{FakeSource, HttpProfile};
+use contract_suite::{DockerTier, Report, Target, Tier};
 use std::path::PathBuf;
 
 fn component(name: &str) -> PathBuf {
@@ -22,11 +22,12 @@ async fn suite(name: &str) -> Report {
     .expect("docker profile");
     let target = Target {
         component: component(name),
-        mode: Mode::Nodes,
-        configuration,
-        seccomp_profile: contract_suite::harness::FAKE_SECCOMP_PROFILE.into(),
         budget_ms: 1_000,
-        fixture: contract_suite::harness::Fixture::FakeEngine,
+        tier: Tier::Docker(DockerTier {
+            engine: None,
+            configuration,
+            seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
+        }),
     };
     contract_suite::run(&target, false)
         .await
@@ -48,64 +49,154 @@ async fn the_docker_adapter_passes_every_case() {
     assert_eq!(report.failed(), 0, "{}", report.render("docker.wasm"));
 }
 
-async fn assert_caught(mutant: &str, clause_prefix: &str) {
+/// Asserts that each of `ids` failed; with `only`, that nothing else did.
+fn assert_failed(report: &Report, name: &str, ids: &[&str], only: bool) {
+    let failed = failed_ids(report);
+    for id in ids {
+        assert!(
+            failed.iter().any(|f| f == id),
+            "{name} not caught by {id}; failed: {failed:?}"
+        );
+    }
+    if only {
+        assert_eq!(failed.len(), ids.len(), "{name}: also failed {failed:?}");
+    }
+}
+
+async fn assert_caught(mutant: &str, ids: &[&str], only: bool) {
     let report = suite(&format!("mutant-{mutant}.wasm")).await;
-    let failed = failed_ids(&report);
-    assert!(
-        failed.iter().any(|id| id.starts_with(clause_prefix)),
-        "mutant {mutant} not caught by {clause_prefix}*; failed: {failed:?}"
-    );
+    assert_failed(&report, mutant, ids, only);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_replayed_after_a_lost_response_is_caught() {
-    assert_caught("retry-create", "failure.create.lost-response").await;
+    assert_caught("retry-create", &["failure.create.lost-response.1"], false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_on_foreign_labels_is_caught() {
-    assert_caught("delete-foreign", "ownership.kill-on-collision").await;
+    assert_caught(
+        "delete-foreign",
+        &[
+            "ownership.kill-on-collision",
+            "failure.kill.cleanup-failure",
+        ],
+        false,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invented_settlement_is_caught() {
-    assert_caught("invent-settlement", "failure.create.").await;
+    assert_caught(
+        "invent-settlement",
+        &[
+            "lifecycle.duplicate-create",
+            "failure.create.transport-failure.1",
+        ],
+        false,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_io_before_unsupported_is_caught() {
-    assert_caught("io-before-unsupported", "unsupported.observe-batch").await;
+    assert_caught(
+        "io-before-unsupported",
+        &["unsupported.observe-batch"],
+        true,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaked_secret_is_caught() {
-    assert_caught("leak-secret", "leaks.credential").await;
+    assert_caught("leak-secret", &["leaks.credential"], true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settlement_claimed_by_an_observation_is_caught() {
-    assert_caught("settle-on-observation", "settlement.").await;
+    assert_caught(
+        "settle-on-observation",
+        &["settlement.observation", "settlement.kill-again"],
+        true,
+    )
+    .await;
+}
+
+/// A run that never created anything cannot show that nothing leaked: the
+/// leak cases report not run instead of holding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leak_cases_do_not_hold_when_nothing_was_created() {
+    let configuration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
+    )
+    .expect("docker profile");
+    let target = Target {
+        component: component("docker.wasm"),
+        budget_ms: 1_000,
+        tier: Tier::Docker(DockerTier {
+            engine: None,
+            configuration,
+            seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
+        }),
+    };
+    let alone = contract_suite::run_clauses(&target, &[Clause::Leaks], false)
+        .await
+        .expect("suite runs");
+    assert_eq!(alone.cases.len(), 3);
+    assert_eq!((alone.passed(), alone.failed()), (0, 0));
+    assert_eq!(alone.not_run().count(), 3);
+    assert!(
+        alone
+            .render("docker.wasm")
+            .ends_with("0 passed, 0 failed, 3 not run\n")
+    );
+    let after = contract_suite::run_clauses(&target, &[Clause::Lifecycle, Clause::Leaks], false)
+        .await
+        .expect("suite runs");
+    assert_eq!(after.not_run().count(), 0);
+    assert_eq!(after.failed(), 0, "{}", after.render("docker.wasm"));
+}
+
+/// A profile of `contract-suite/profiles`, its fake started from this
+/// build's `oac-fake`.
+fn http_profile(name: &str, fake: &str) -> HttpProfile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("profiles")
+        .join(name);
+    let mut profile = HttpProfile::load(&path).expect("profile");
+    profile.fake = FakeSource::Command {
+        command: vec![env!("CARGO_BIN_EXE_oac-fake").into(), fake.into()],
+    };
+    profile
+}
+
+/// The steerable component over HTTP against its fake vendor, its
+/// configuration extended by `extra`.
+fn steerable(mode: &str, extra: serde_json::Value, budget_ms: u32) -> Target {
+    let mut profile = http_profile("steerable.json", "steerable");
+    profile.mode = mode.into();
+    if let (Some(configuration), Some(extra)) =
+        (profile.configuration.as_object_mut(), extra.as_object())
+    {
+        configuration.extend(extra.clone());
+    }
+    Target {
+        component: component("steerable.wasm"),
+        budget_ms,
+        tier: Tier::Http(Box::new(profile)),
+    }
 }
 
 /// The checkpoint clause against the steerable component's checkpoint mode
 /// (the fake vendor's sandboxes and snapshots), steered further by `extra`.
 async fn checkpointing(extra: serde_json::Value) -> Report {
-    let mut configuration = serde_json::json!({
-        "declaration": "checkpoint",
-        "action": "vendor",
-        "url": "${FIXTURE_ORIGIN}",
-    });
-    if let (Some(configuration), Some(extra)) = (configuration.as_object_mut(), extra.as_object()) {
-        configuration.extend(extra.clone());
+    let mut steering = serde_json::json!({ "declaration": "checkpoint" });
+    if let (Some(steering), Some(extra)) = (steering.as_object_mut(), extra.as_object()) {
+        steering.extend(extra.clone());
     }
-    let target = Target {
-        component: component("steerable.wasm"),
-        mode: Mode::Nodes,
-        configuration: configuration.to_string(),
-        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
-        budget_ms: 2_000,
-        fixture: Fixture::FakeVendor,
-    };
+    let target = steerable("nodes", steering, 2_000);
     contract_suite::run_clauses(&target, &[Clause::Checkpoint], false)
         .await
         .expect("suite runs")
@@ -132,29 +223,13 @@ async fn a_cold_start_in_resume_compute_is_caught() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capture_claiming_another_operation_is_caught() {
     let report = checkpointing(serde_json::json!({ "lie": "operation" })).await;
-    let failed = failed_ids(&report);
-    assert!(
-        failed.contains(&"checkpoint.suspend".to_string()),
-        "not caught; failed: {failed:?}"
-    );
+    assert_failed(&report, "lie", &["checkpoint.suspend"], false);
 }
 
 /// The fault matrix against an adapter that reaches its vendor over `http`
 /// (the steerable test component against the fake vendor API).
 async fn http_adapter(replay: bool) -> Report {
-    let configuration = serde_json::json!({
-        "action": "vendor",
-        "url": "${FIXTURE_ORIGIN}",
-        "replay": replay,
-    });
-    let target = Target {
-        component: component("steerable.wasm"),
-        mode: Mode::Direct,
-        configuration: configuration.to_string(),
-        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
-        budget_ms: 1_000,
-        fixture: Fixture::FakeVendor,
-    };
+    let target = steerable("direct", serde_json::json!({ "replay": replay }), 1_000);
     contract_suite::run_clauses(&target, &[Clause::FailureMatrix], false)
         .await
         .expect("suite runs")
@@ -173,30 +248,24 @@ async fn the_fault_matrix_runs_against_an_http_adapter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_adapter_replaying_create_is_caught() {
-    let failed = failed_ids(&http_adapter(true).await);
-    assert!(
-        failed
-            .iter()
-            .any(|id| id.starts_with("failure.create.lost-response")),
-        "replay not caught; failed: {failed:?}"
+    // Request 2 is the create (after a lookup).
+    let report = http_adapter(true).await;
+    assert_failed(
+        &report,
+        "replay",
+        &["failure.create.lost-response.2"],
+        false,
     );
 }
 
 /// The suite against an E2B build (`e2b.wasm` or a mutant) and the fake E2B.
 async fn e2b_suite(name: &str) -> Report {
-    let configuration = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/e2b.json"),
-    )
-    .expect("e2b profile");
     let target = Target {
         component: component(name),
-        mode: Mode::Direct,
-        configuration,
-        seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
         // Receipts are fsync'd: a Create commits four times, which takes
         // seconds on a disk still writing back a build.
         budget_ms: 5_000,
-        fixture: Fixture::FakeE2b,
+        tier: Tier::Http(Box::new(http_profile("e2b.json", "e2b"))),
     };
     contract_suite::run(&target, false)
         .await
@@ -207,7 +276,7 @@ async fn e2b_suite(name: &str) -> Report {
 async fn the_e2b_adapter_passes_every_case() {
     let report = e2b_suite("e2b.wasm").await;
     assert!(
-        report.cases.len() >= 100,
+        report.cases.len() >= 126,
         "only {} cases",
         report.cases.len()
     );
@@ -216,25 +285,40 @@ async fn the_e2b_adapter_passes_every_case() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
-    let failed = failed_ids(&e2b_suite("mutant-e2b-replay-create.wasm").await);
-    assert!(
-        failed
-            .iter()
-            .any(|id| id.starts_with("failure.create.lost-response.")),
-        "not caught; failed: {failed:?}"
+    let report = e2b_suite("mutant-e2b-replay-create.wasm").await;
+    assert_failed(
+        &report,
+        "replay-create",
+        &["failure.create.lost-response.1"],
+        false,
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_kill_without_terminal_proof_is_caught() {
-    let failed = failed_ids(&e2b_suite("mutant-e2b-kill-without-proof.wasm").await);
-    assert!(
-        failed.iter().any(|id| id.starts_with("failure.kill.")),
-        "not caught; failed: {failed:?}"
+    let report = e2b_suite("mutant-e2b-kill-without-proof.wasm").await;
+    assert_failed(
+        &report,
+        "kill-without-proof",
+        &["failure.kill.cleanup-failure", "receipts.kill-needs-proof"],
+        false,
     );
-    assert!(
-        failed.contains(&"receipts.kill-needs-proof".to_string()),
-        "not caught by the receipts clause; failed: {failed:?}"
+}
+
+/// A component that sends each mutation twice, checking both answers,
+/// passes every fault case (each fault stops it where the legitimate
+/// sequence would stop); only the legitimate sequence itself shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_e2b_mutation_sent_twice_is_caught() {
+    let report = e2b_suite("mutant-e2b-mutate-twice.wasm").await;
+    assert_failed(
+        &report,
+        "mutate-twice",
+        &[
+            "failure.renew.each-mutation-once",
+            "failure.kill.each-mutation-once",
+        ],
+        true,
     );
 }
 
@@ -258,9 +342,165 @@ fn every_builtin_kind_has_a_suite_profile() {
                 profile.display()
             )
         });
+        let row = sandbox_host::registry::builtin()
+            .into_iter()
+            .find(|row| row.kind == kind)
+            .expect("row");
+        if row.grants.docker {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.is_object()),
+                "the configuration of `{kind}` is a JSON object"
+            );
+        } else {
+            let loaded = HttpProfile::load(&profile)
+                .unwrap_or_else(|error| panic!("the HTTP profile of `{kind}`: {error}"));
+            assert_eq!(
+                loaded.endpoint, row.grants.http_endpoint,
+                "the profile of `{kind}` grants what its registration grants"
+            );
+            assert_eq!(loaded.receipts, row.grants.receipts);
+        }
+    }
+}
+
+/// Each declaration rule is judged on the component's own declaration, so
+/// a declaration the host refuses fails the rule it breaks, by name (and
+/// only that rule, beside the host's refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_broken_declaration_fails_the_rule_it_breaks() {
+    for (steered, rule) in [
+        ("missing-op", "declaration.complete"),
+        ("unknown-op", "declaration.complete"),
+        ("duplicate", "declaration.complete"),
+        ("required-unsupported", "declaration.required-supported"),
+        ("infallible-unsupported", "declaration.infallible-supported"),
+        (
+            "partial-checkpoint",
+            "declaration.checkpoint-all-or-nothing",
+        ),
+        (
+            "batch-without-observe",
+            "declaration.batch-requires-observe",
+        ),
+    ] {
+        let target = steerable(
+            "nodes",
+            serde_json::json!({ "declaration": steered }),
+            1_000,
+        );
+        let report = contract_suite::run_clauses(&target, &[Clause::Declaration], false)
+            .await
+            .expect("suite runs");
+        assert_failed(&report, steered, &[rule, "declaration.loads"], true);
+    }
+}
+
+/// A supported observation that tries to change vendor state (a POST) is
+/// caught by its optional case, whether or not the host lets it through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_that_writes_is_caught() {
+    let steering = serde_json::json!({
+        "declaration": "observing",
+        "action": "http-post",
+        "url": "${FIXTURE_ORIGIN}/sandboxes",
+    });
+    let target = steerable("direct", steering, 1_000);
+    let report = contract_suite::run_clauses(&target, &[Clause::Optional], false)
+        .await
+        .expect("suite runs");
+    assert_failed(
+        &report,
+        "observing",
+        &["optional.observe", "optional.observe-batch"],
+        true,
+    );
+    let reading = steerable(
+        "direct",
+        serde_json::json!({ "declaration": "observing", "action": "none" }),
+        1_000,
+    );
+    let report = contract_suite::run_clauses(&reading, &[Clause::Optional], false)
+        .await
+        .expect("suite runs");
+    assert!(
+        report.cases.len() >= 2,
+        "{}",
+        report.render("steerable.wasm")
+    );
+    assert_eq!(report.failed(), 0, "{}", report.render("steerable.wasm"));
+}
+
+/// The example adapter (`plugins/example-http`, the adapter guide's
+/// subject) or one of its mutants, through the HTTP tier with the
+/// example's own profile and fake.
+async fn example_suite(name: &str) -> Report {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/example-http/suite-profile.json");
+    let mut profile = HttpProfile::load(&path).expect("the example's profile");
+    profile.fake = FakeSource::Command {
+        command: vec![env!("CARGO_BIN_EXE_oac-fake").into(), "example".into()],
+    };
+    let target = Target {
+        component: component(name),
+        budget_ms: 3_000,
+        tier: Tier::Http(Box::new(profile)),
+    };
+    contract_suite::run(&target, false)
+        .await
+        .expect("suite runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_adapter_passes_every_clause() {
+    let report = example_suite("example_http.wasm").await;
+    assert_eq!(report.failed(), 0, "{}", report.render("example_http.wasm"));
+    assert_eq!(report.not_run().count(), 0);
+    for clause in [
+        "declaration",
+        "unsupported",
+        "optional",
+        "lifecycle",
+        "settlement",
+        "failure-matrix",
+        "ownership",
+        "commands",
+        "receipts",
+        "leaks",
+    ] {
         assert!(
-            serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.is_object()),
-            "the profile of `{kind}` is a JSON object"
+            report.cases.iter().any(|case| case.clause == clause),
+            "no case of clause {clause}"
         );
     }
+}
+
+/// Each mutant of the example adapter is caught by exactly its named case.
+async fn example_mutant(mutant: &str, case: &str) {
+    let report = example_suite(&format!("mutant-example-{mutant}.wasm")).await;
+    assert_failed(&report, mutant, &[case], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_replaying_create_is_caught() {
+    example_mutant("replay-create", "failure.create.lost-response.7").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_killing_without_proof_is_caught() {
+    example_mutant("kill-without-proof", "receipts.kill-needs-proof").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_deleting_a_foreign_box_is_caught() {
+    example_mutant("delete-foreign", "failure.kill.foreign-ownership.5").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_leaking_the_credential_is_caught() {
+    example_mutant("leak-credential", "leaks.credential").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_deleting_twice_is_caught() {
+    example_mutant("delete-twice", "failure.kill.each-mutation-once").await;
 }

@@ -216,31 +216,37 @@ impl Host {
         })
     }
 
-    /// Calls `operations()` with every capability denied, then validates
-    /// the answer against the inventory and the registration.
-    async fn declaration(
+    /// The capabilities of a declaration or requirements call: none.
+    fn denied(
         registration: &Registration,
         binding: &NodeBinding,
-        loaded: &loader::Loaded,
-    ) -> Result<(Declaration, ConfigurationRequirements), HostError> {
-        let kind = registration.kind.clone();
-        let denied = capabilities(
+    ) -> Result<Arc<crate::capability::Capabilities>, HostError> {
+        capabilities(
             &Registration {
                 grants: Default::default(),
                 ..registration.clone()
             },
             binding,
             None,
-        )?;
+        )
+    }
+
+    /// Calls `operations()` with every capability denied: the component's
+    /// declaration as it gave it, before any rule is checked.
+    pub(crate) async fn declared(
+        registration: &Registration,
+        binding: &NodeBinding,
+        loaded: &loader::Loaded,
+    ) -> Result<Vec<(String, Decision)>, HostError> {
+        let kind = registration.kind.clone();
         let budget = Budget::from_millis(registration.policy.default_budget_ms)
             .map_err(|_| HostError::Budget(kind.clone()))?;
-        let deadline = budget.deadline_from_now();
         let entries = call::run(
             &loaded.pre,
-            denied.clone(),
+            Self::denied(registration, binding)?,
             CallScope::pure().into(),
             &registration.policy,
-            deadline,
+            budget.deadline_from_now(),
             async |provider, store| {
                 provider
                     .declarations(&mut *store)?
@@ -249,8 +255,8 @@ impl Host {
             },
         )
         .await
-        .map_err(|_| LoadError::DeclarationCall { kind: kind.clone() })?;
-        let entries: Vec<(String, Decision)> = entries
+        .map_err(|_| LoadError::DeclarationCall { kind })?;
+        Ok(entries
             .into_iter()
             .map(|entry| {
                 let decision = match entry.support {
@@ -259,7 +265,21 @@ impl Host {
                 };
                 (entry.operation, decision)
             })
-            .collect();
+            .collect())
+    }
+
+    /// The component's declaration ([`Self::declared`]) validated against
+    /// the inventory and the registration, and its requirements.
+    async fn declaration(
+        registration: &Registration,
+        binding: &NodeBinding,
+        loaded: &loader::Loaded,
+    ) -> Result<(Declaration, ConfigurationRequirements), HostError> {
+        let kind = registration.kind.clone();
+        let denied = Self::denied(registration, binding)?;
+        let budget = Budget::from_millis(registration.policy.default_budget_ms)
+            .map_err(|_| HostError::Budget(kind.clone()))?;
+        let entries = Self::declared(registration, binding, loaded).await?;
         let rejected = |error: DeclarationError| {
             HostError::Load(LoadError::Declaration {
                 kind: kind.clone(),

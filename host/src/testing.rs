@@ -40,6 +40,28 @@ pub async fn load_unpoliced(
     .await
 }
 
+/// The component's declaration as it gives it, with its inventory, before
+/// the host checks any rule: the contract suite judges each rule on it, so
+/// that a declaration the host would refuse still fails the suite's cases
+/// by name. Errors (unreadable, wrong digest, no stamp, a call that traps)
+/// are the host's load errors.
+pub async fn declared(
+    runtime: &Runtime,
+    registration: &Registration,
+    binding: &NodeBinding,
+    plugin_dir: &Path,
+) -> Result<
+    (
+        crate::declaration::Inventory,
+        Vec<(String, crate::declaration::Decision)>,
+    ),
+    HostError,
+> {
+    let loaded = crate::loader::load(runtime, registration, plugin_dir)?;
+    let entries = Host::declared(registration, binding, &loaded).await?;
+    Ok((loaded.inventory, entries))
+}
+
 /// The row of the host's self-test component as a node kind: it exercises
 /// every capability and rule. Not a built-in kind (operators never run
 /// it): tests build their tables from it, and `cargo xtask build-plugins`

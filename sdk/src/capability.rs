@@ -1,14 +1,44 @@
 //! Typed clients for the host's capabilities. Every call is brokered by the
-//! host, which may deny it before any I/O (see the WIT docs).
+//! host, which may deny it before any I/O (see the WIT docs). Compiled for
+//! anything but Wasm (an adapter's unit tests), `context`, `log`,
+//! `receipts` and `http` reach the mock of [`crate::testing`] instead.
 
 /// Call context: installation, native configuration, remaining budget.
 pub mod context {
-    pub use crate::__bindings::oac::sandbox_provider::context::*;
+    #[cfg(target_arch = "wasm32")]
+    use crate::__bindings::oac::sandbox_provider::context as imp;
+    #[cfg(not(target_arch = "wasm32"))]
+    use crate::testing::context as imp;
+
+    /// The installation (Core deployment) the call runs for: the first of
+    /// the four ownership labels.
+    pub fn installation_id() -> String {
+        imp::installation_id()
+    }
+
+    /// The kind's configuration, as JSON text.
+    pub fn configuration() -> String {
+        imp::configuration()
+    }
+
+    /// Milliseconds left of the call's budget.
+    pub fn remaining_budget_ms() -> u32 {
+        imp::remaining_budget_ms()
+    }
 }
 
 /// Structured logging into the host.
 pub mod log {
-    pub use crate::__bindings::oac::sandbox_provider::log::*;
+    pub use crate::__bindings::oac::sandbox_provider::log::Level;
+
+    /// Logs `event` with `fields` (the host redacts credentials it knows,
+    /// and bounds what it keeps).
+    pub fn emit(severity: Level, event: &str, fields: &[(String, String)]) {
+        #[cfg(target_arch = "wasm32")]
+        crate::__bindings::oac::sandbox_provider::log::emit(severity, event, fields);
+        #[cfg(not(target_arch = "wasm32"))]
+        crate::testing::log::emit(severity, event, fields);
+    }
 }
 
 /// Outbound HTTP to allowlisted origins, over `wasi:http`.
@@ -63,5 +93,25 @@ pub mod docker {
 /// Small durable records of the call's own allocation: write one before the
 /// native effect it describes; the host fsyncs it before `put` returns.
 pub mod receipts {
-    pub use crate::__bindings::oac::sandbox_provider::receipts::*;
+    #[cfg(target_arch = "wasm32")]
+    use crate::__bindings::oac::sandbox_provider::receipts as imp;
+    pub use crate::__bindings::oac::sandbox_provider::receipts::ReceiptsError;
+    #[cfg(not(target_arch = "wasm32"))]
+    use crate::testing::receipts as imp;
+
+    /// The record `key` of the call's allocation, if there is one.
+    pub fn get(key: &str) -> Result<Option<Vec<u8>>, ReceiptsError> {
+        imp::get(key)
+    }
+
+    /// Writes (or replaces) the record `key`; durable when it returns `Ok`.
+    pub fn put(key: &str, value: &[u8]) -> Result<(), ReceiptsError> {
+        imp::put(key, value)
+    }
+
+    /// Removes the record `key` (absent is fine); durable when it returns
+    /// `Ok`.
+    pub fn remove(key: &str) -> Result<(), ReceiptsError> {
+        imp::remove(key)
+    }
 }

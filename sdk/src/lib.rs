@@ -17,10 +17,27 @@
 //! ```
 //!
 //! `plugins/` in this repository holds complete adapters built this way.
+//!
+//! Beyond the capability clients, the SDK carries what every direct
+//! adapter needs: [`bootstrap`] (the daemon's bootstrap and ready records),
+//! [`configuration`] (a JSON configuration adapter from its
+//! rules), [`ownership`] (the four labels, written and checked),
+//! [`settlement`] (Create's receipts recipe under the evidence rule),
+//! [`status`] (a vendor's HTTP status into the contract's codes), [`poll`]
+//! (waiting within the budget), and, natively, [`testing`] (a mock host
+//! for unit tests).
 
+pub mod bootstrap;
 pub mod capability;
+pub mod configuration;
 mod export;
 pub mod guest;
+pub mod ownership;
+pub mod poll;
+pub mod settlement;
+pub mod status;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod testing;
 
 /// Generated bindings. Not part of the public API: use the re-exports.
 #[doc(hidden)]
@@ -72,6 +89,47 @@ pub mod types {
         }
     }
 
+    impl Info {
+        /// Confirmed absence of the allocation's compute; `settled` only
+        /// where the Create answered settled (the host checks the claim).
+        pub fn absent(reference: Reference, settled: bool) -> Self {
+            Info {
+                reference,
+                provider_id: None,
+                state: LifecycleState::Absent,
+                bootstrap_complete: false,
+                create_settled: settled,
+            }
+        }
+    }
+
+    impl CommandResult {
+        /// A finished command's result, or `command-unconfirmed` when a
+        /// stream exceeds the contract's output bound: more output than the
+        /// bound is an unknown outcome, never a truncated success.
+        pub fn bounded(exit_code: i32, stdout: Vec<u8>, stderr: Vec<u8>) -> Result<Self, Error> {
+            let bound = oac_contract::bounds::MAX_OUTPUT_BYTES as usize;
+            if stdout.len() > bound || stderr.len() > bound {
+                return Err(Error::CommandUnconfirmed);
+            }
+            Ok(CommandResult {
+                exit_code,
+                stdout,
+                stderr,
+            })
+        }
+    }
+
+    impl Failure {
+        /// `error` with the evidence `info`.
+        pub fn with(error: Error, info: Info) -> Self {
+            Failure {
+                error,
+                info: Some(info),
+            }
+        }
+    }
+
     impl From<Error> for Failure {
         /// A failure without settlement evidence.
         fn from(error: Error) -> Self {
@@ -95,7 +153,11 @@ pub mod endpoint {
 /// Everything an adapter usually needs.
 pub mod prelude {
     pub use crate::capability::{context, docker, http, log, receipts};
+    pub use crate::configuration::{JsonConfiguration, JsonConfigured};
     pub use crate::export_provider;
     pub use crate::guest::*;
+    pub use crate::ownership::{LabelKeys, Ownership};
+    pub use crate::settlement::{self, Ended, Prior};
+    pub use crate::status::Status;
     pub use crate::types::*;
 }

@@ -49,9 +49,28 @@ const MUTANTS: [&str; 6] = [
     "settle-on-observation",
 ];
 
-/// Broken builds of the E2B adapter (its `mutant-*` features), staged as
-/// `mutant-e2b-<name>.wasm`.
-const E2B_MUTANTS: [&str; 2] = ["replay-create", "kill-without-proof"];
+/// Broken builds of adapters (their `mutant-*` features): the crate, its
+/// component file, and the mutants, staged as `mutant-<prefix>-<name>.wasm`.
+const ADAPTER_MUTANTS: [(&str, &str, &str, &[&str]); 2] = [
+    (
+        "e2b",
+        "e2b.wasm",
+        "e2b",
+        &["replay-create", "kill-without-proof", "mutate-twice"],
+    ),
+    (
+        "example-http",
+        "example_http.wasm",
+        "example",
+        &[
+            "replay-create",
+            "kill-without-proof",
+            "delete-foreign",
+            "leak-credential",
+            "delete-twice",
+        ],
+    ),
+];
 
 /// Builds components in the plugins workspace (release, wasm32-wasip2).
 fn build_components(extra: &[&str]) -> Result<()> {
@@ -151,9 +170,13 @@ fn build_plugins(out: &Path) -> Result<()> {
         stage(component, &out, &name)?;
     }
     stage_test_registry(&out)?;
+    let adapter_mutants: usize = ADAPTER_MUTANTS
+        .iter()
+        .map(|(_, _, _, mutants)| mutants.len())
+        .sum();
     eprintln!(
         "[3/3] building the contract suite's {} mutants",
-        MUTANTS.len() + E2B_MUTANTS.len()
+        MUTANTS.len() + adapter_mutants
     );
     for mutant in MUTANTS {
         build_components(&["--package", "mutants", "--features", mutant])?;
@@ -163,17 +186,19 @@ fn build_plugins(out: &Path) -> Result<()> {
             &format!("mutant-{mutant}.wasm"),
         )?;
     }
-    for mutant in E2B_MUTANTS {
-        let feature = format!("mutant-{mutant}");
-        build_components(&["--package", "e2b", "--features", &feature])?;
-        stage(
-            &built.join("e2b.wasm"),
-            &out,
-            &format!("mutant-e2b-{mutant}.wasm"),
-        )?;
+    for (package, file, prefix, mutants) in ADAPTER_MUTANTS {
+        for mutant in mutants {
+            let feature = format!("mutant-{mutant}");
+            build_components(&["--package", package, "--features", &feature])?;
+            stage(
+                &built.join(file),
+                &out,
+                &format!("mutant-{prefix}-{mutant}.wasm"),
+            )?;
+        }
+        // Leave the plain adapter as the last build of its crate.
+        build_components(&["--package", package])?;
     }
-    // Leave the plain adapter as the last build of its crate.
-    build_components(&["--package", "e2b"])?;
     Ok(())
 }
 

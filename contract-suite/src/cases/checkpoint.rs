@@ -7,7 +7,7 @@
 //! thing. The component's answers are judged by the same rules the host
 //! polices them with.
 
-use super::{Runner, actions, ensure, is_mutation};
+use super::{Runner, actions, ensure};
 use crate::report::Level;
 use sandbox_host::police;
 use sandbox_host::provider::CheckpointProvider;
@@ -151,7 +151,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         h.kind().suspend(request.clone(), h.budget()).await
                     })
                     .await;
-                let mutations: Vec<_> = requests.into_iter().filter(is_mutation).collect();
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
                 ensure(mutations.is_empty(), || {
                     format!("acted: {:?}", actions(&mutations))
                 })?;
@@ -176,7 +176,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         h.kind().resume_compute(r.clone(), source.clone(), h.budget()).await
                     })
                     .await;
-                let mutations: Vec<_> = requests.into_iter().filter(is_mutation).collect();
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
                 ensure(answer.is_err() && mutations.is_empty(), || {
                     format!("{answer:?}, requests {:?}", actions(&mutations))
                 })
@@ -236,7 +236,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 let (answer, requests) = h
                     .with_fault(None, async || h.kind().resume(request.clone(), h.budget()).await)
                     .await;
-                let mutations: Vec<_> = requests.into_iter().filter(is_mutation).collect();
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
                 ensure(mutations.is_empty(), || format!("acted: {:?}", actions(&mutations)))?;
                 let state =
                     police::resumed(answer.clone(), &request).map_err(|_| format!("{answer:?}"))?;

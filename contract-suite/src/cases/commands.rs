@@ -4,6 +4,7 @@
 //! with no second exec.
 
 use super::{Runner, actions, ensure};
+use crate::profile::Class;
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
 use sandbox_host::testing::Fault;
@@ -123,53 +124,77 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             },
         )
         .await;
-    // The request that starts the command and the one that completes it
-    // (Docker: exec-start, exec-inspect; envd over HTTP: the Start stream),
-    // and the request that would make a second one.
-    let over_http = h.engine.socket().is_none();
-    let points: Vec<(&str, Matching, Matching)> = if over_http {
-        let start = Matching::ActionTo("http-post", "/process.Process/Start");
-        vec![("start", start, start)]
-    } else {
-        let create = Matching::Action("exec-create");
-        vec![
-            ("exec-start", Matching::Action("exec-start"), create),
-            ("exec-inspect", Matching::Action("exec-inspect"), create),
-        ]
-    };
-    for (action, lost, made) in points {
+    // The request that starts the command (the last of class exec) and
+    // each that reads its completion (class exec-result), in the
+    // legitimate sequence of a RunCommand.
+    let (legitimate, requests) = h
+        .with_fault(None, async || {
+            h.run_command(r, &["sh", "-c", "echo hi"], None).await
+        })
+        .await;
+    let classes: Vec<Class> = requests.iter().map(|request| h.class(request)).collect();
+    let last_exec = classes.iter().rposition(|class| *class == Class::Exec);
+    let points: Vec<usize> = (0..requests.len())
+        .filter(|&i| Some(i) == last_exec || classes[i] == Class::ExecResult)
+        .collect();
+    if legitimate.is_err() || last_exec.is_none() {
+        runner.failed(
+            "commands.lost-completion.setup",
+            "commands",
+            "A RunCommand without faults succeeds and starts its command with a request of class exec.",
+            format!("{legitimate:?} after {:?}", actions(&requests)),
+        );
+    }
+    for &index in &points {
+        let request = &requests[index];
+        let class = classes[index];
+        // Which occurrence of its class it is, and how many commands were
+        // started up to it.
+        let nth = classes[..=index].iter().filter(|c| **c == class).count();
+        let started = classes[..=index]
+            .iter()
+            .filter(|c| **c == Class::Exec)
+            .count();
+        let action = request.action.name();
+        let same_action = points
+            .iter()
+            .filter(|&&i| requests[i].action == request.action)
+            .count();
+        let id = if same_action > 1 {
+            format!("commands.lost-completion.{action}.{}", index + 1)
+        } else {
+            format!("commands.lost-completion.{action}")
+        };
         let sentence = format!(
-            "When the {action} response is lost, RunCommand is command-unconfirmed and no second command is started."
+            "When the {action} response (request {}) is lost, RunCommand is command-unconfirmed and no second command is started.",
+            index + 1
         );
         runner
-            .case(
-                format!("commands.lost-completion.{action}"),
-                "commands",
-                Level::Must,
-                sentence,
-                async |h| {
-                    let plan = Plan {
-                        matching: lost,
-                        nth: 1,
-                        fault: Fault::LoseResponse,
-                    };
-                    let (answer, requests) = h
-                        .with_fault(Some(plan), async || {
-                            h.run_command(r, &["sh", "-c", "echo hi"], None).await
-                        })
-                        .await;
-                    // A call cut off by its budget is command-unconfirmed too.
-                    let unconfirmed = matches!(answer, Err(Error::CommandUnconfirmed));
-                    ensure(unconfirmed, || format!("{answer:?}"))?;
-                    let creates = requests
-                        .iter()
-                        .filter(|request| made.matches(request))
-                        .count();
-                    ensure(creates == 1, || {
-                        format!("exec created {creates} times: {:?}", actions(&requests))
+            .case(id, "commands", Level::Must, sentence, async |h| {
+                let plan = Plan {
+                    matching: Matching::Class(class),
+                    nth,
+                    fault: Fault::LoseResponse,
+                };
+                let (answer, requests) = h
+                    .with_fault(Some(plan), async || {
+                        h.run_command(r, &["sh", "-c", "echo hi"], None).await
                     })
-                },
-            )
+                    .await;
+                // A call cut off by its budget is command-unconfirmed too.
+                let unconfirmed = matches!(answer, Err(Error::CommandUnconfirmed));
+                ensure(unconfirmed, || format!("{answer:?}"))?;
+                let execs = requests
+                    .iter()
+                    .filter(|request| h.class(request) == Class::Exec)
+                    .count();
+                ensure(execs == started, || {
+                    format!(
+                        "{execs} requests of class exec, {started} legitimate: {:?}",
+                        actions(&requests)
+                    )
+                })
+            })
             .await;
     }
     h.cleanup(&reference).await;

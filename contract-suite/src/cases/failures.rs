@@ -6,12 +6,14 @@
 //! exactly the legitimate sequence up to the fault: no replay, no fallback,
 //! no implicit cleanup. Kill with failing cleanup fails and retries nothing.
 
-use super::{Runner, Verdict, actions, ensure, is_mutation};
+use super::{Runner, Verdict, actions, ensure};
 use crate::harness::{Harness, Mutation};
+use crate::profile::{Class, Classifier};
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
 use sandbox_host::testing::{Fault, NativeRequest};
 use sandbox_host::types::{Error, Failure, Info, Reference};
+use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Operation {
@@ -52,9 +54,45 @@ fn fault_name(fault: Fault) -> &'static str {
     }
 }
 
-/// Same actions in the same order (two allocations have different names).
+/// The same requests in the same order: equal actions, and targets equal
+/// up to a consistent renaming of their `/`-separated parts (two
+/// allocations have different names and ids, but a request sent to the
+/// same resource twice stays so).
 fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
-    left.len() == right.len() && left.iter().zip(right).all(|(a, b)| a.action == b.action)
+    let mut forward: HashMap<&str, &str> = HashMap::new();
+    let mut backward: HashMap<&str, &str> = HashMap::new();
+    left.len() == right.len()
+        && left.iter().zip(right).all(|(a, b)| {
+            let (parts_a, parts_b): (Vec<&str>, Vec<&str>) =
+                (a.target.split('/').collect(), b.target.split('/').collect());
+            a.action == b.action
+                && parts_a.len() == parts_b.len()
+                && parts_a.iter().zip(&parts_b).all(|(x, y)| {
+                    *forward.entry(x).or_insert(y) == *y && *backward.entry(y).or_insert(x) == *x
+                })
+        })
+}
+
+/// Vendor mutations (commands aside) sent more than once with the same
+/// action and target in one operation: a replay within the sequence.
+fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
+    let mut seen: Vec<&NativeRequest> = Vec::new();
+    let mut twice = Vec::new();
+    for request in requests {
+        let class = h.class(request);
+        let command = matches!(class, Class::Exec | Class::ExecInput);
+        if !class.is_mutation() || command || !Classifier::is_vendor(request) {
+            continue;
+        }
+        if seen
+            .iter()
+            .any(|r| r.action == request.action && r.target == request.target)
+        {
+            twice.push(format!("{} {}", request.action, request.target));
+        }
+        seen.push(request);
+    }
+    twice
 }
 
 /// The checks every faulted operation must pass.
@@ -109,8 +147,9 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         Operation::Renew,
         Operation::Kill,
     ] {
+        let h = runner.harness;
         let (legitimate, shown): (Vec<NativeRequest>, Vec<bool>) =
-            match baseline(runner.harness, operation).await {
+            match baseline(h, operation).await {
                 Ok(requests) => requests.into_iter().unzip(),
                 Err(observed) => {
                     let id = format!("failure.{}.baseline", operation.name());
@@ -123,6 +162,24 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     continue;
                 }
             };
+        let twice = repeated(h, &legitimate);
+        let sentence = format!(
+            "Without faults, {} sends each vendor mutation once (commands aside): none twice to the same target.",
+            operation.name()
+        );
+        runner
+            .case(
+                format!("failure.{}.each-mutation-once", operation.name()),
+                "failure-matrix",
+                Level::Must,
+                sentence,
+                async |_| {
+                    ensure(twice.is_empty(), || {
+                        format!("sent again: {twice:?} in {:?}", actions(&legitimate))
+                    })
+                },
+            )
+            .await;
         for fault in [
             Fault::FailBeforeDispatch,
             Fault::LoseResponse,
@@ -133,7 +190,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 let applies = match fault {
                     // Only a resource that exists can appear foreign.
                     Fault::ForeignOwnership => shown[index],
-                    Fault::CancelAfterDispatch => is_mutation(request) || index == 0,
+                    Fault::CancelAfterDispatch => h.is_mutation(request) || index == 0,
                     _ => true,
                 };
                 if !applies {
@@ -171,11 +228,13 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         if fault == Fault::ForeignOwnership {
                             // The host removing a container it just created
                             // that failed verification is not the component's
-                            // mutation, and never touches the foreign resource.
+                            // mutation, and never touches the foreign resource;
+                            // nor is a receipt (host-local bookkeeping).
                             let after: Vec<&NativeRequest> = requests
                                 .iter()
                                 .skip(k)
-                                .filter(|r| is_mutation(r) && !r.host_cleanup)
+                                .filter(|r| h.is_mutation(r) && !r.host_cleanup)
+                                .filter(|r| Classifier::is_vendor(r))
                                 .collect();
                             ensure(
                                 requests.len() >= k && same(&requests[..k], expected),
@@ -195,7 +254,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                                 .iter()
                                 .enumerate()
                                 .filter(|(index, request)| {
-                                    *index < k || request.action.capability() != "receipts"
+                                    *index < k || Classifier::is_vendor(request)
                                 })
                                 .map(|(_, request)| request.clone())
                                 .collect();
@@ -221,10 +280,16 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let reference = h.allocation("kill-cleanup");
                 setup(h, &reference).await?;
+                // The engine answers a failed removal; over HTTP a removal
+                // may be any method, so it is failed before dispatch.
+                let fault = match h.engine.socket() {
+                    Some(_) => Fault::FailCleanup,
+                    None => Fault::FailBeforeDispatch,
+                };
                 let plan = Plan {
-                    matching: Matching::Removals,
+                    matching: Matching::Class(Class::Removal),
                     nth: 0,
-                    fault: Fault::FailCleanup,
+                    fault,
                 };
                 let (answer, requests) = h
                     .with_fault(Some(plan), async || h.kill(&reference).await)
@@ -233,7 +298,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 judge(&answer, &reference)?;
                 let removals: Vec<String> = requests
                     .iter()
-                    .filter(|r| r.is_removal())
+                    .filter(|r| h.class(r) == Class::Removal)
                     .map(|r| r.target.clone())
                     .collect();
                 let mut unique = removals.clone();

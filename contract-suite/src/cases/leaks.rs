@@ -1,6 +1,7 @@
 //! Clause `leaks`: no answer or info-level log line carries native error
 //! text or the daemon credential, and no resource of the suite's
-//! installation is left.
+//! installation is left. A run in which the native side never confirmed a
+//! create has nothing to leak: its cases report not run instead of holding.
 
 use super::{Runner, ensure};
 use crate::harness::{CREDENTIAL_CANARY, Harness, INSTALLATION};
@@ -22,45 +23,55 @@ fn leaked(h: &Harness, markers: &[&str]) -> Option<String> {
         .map(|line| format!("log line: {line}"))
 }
 
+/// The clause's cases: id and sentence.
+const CASES: [(&str, &str); 3] = [
+    (
+        "leaks.native-error-text",
+        "No answer or log line contains native error text.",
+    ),
+    (
+        "leaks.credential",
+        "No answer or log line contains the daemon credential (nor the host's redaction of it).",
+    ),
+    (
+        "leaks.no-leftover-resources",
+        "After the run, no container or volume of the suite's installation remains.",
+    ),
+];
+
 pub(super) async fn run(runner: &mut Runner<'_>) {
+    if !runner.harness.recorder.created_something() {
+        for (id, sentence) in CASES {
+            runner.not_run(
+                id,
+                "leaks",
+                Level::Must,
+                sentence,
+                "the native side never confirmed a create in this run".into(),
+            );
+        }
+        return;
+    }
     runner
-        .case(
-            "leaks.native-error-text",
-            "leaks",
-            Level::Must,
-            "No answer or log line contains native error text.",
-            async |h| {
-                let found = leaked(h, &h.engine.native_error_markers());
-                ensure(found.is_none(), || found.unwrap_or_default())
-            },
-        )
+        .case(CASES[0].0, "leaks", Level::Must, CASES[0].1, async |h| {
+            let found = leaked(h, &h.engine.native_error_markers());
+            ensure(found.is_none(), || found.unwrap_or_default())
+        })
         .await;
     runner
-        .case(
-            "leaks.credential",
-            "leaks",
-            Level::Must,
-            "No answer or log line contains the daemon credential (nor the host's redaction of it).",
-            async |h| {
-                // The host redacts the credentials it knows of in component
-                // logs; a redacted field is the component's attempt.
-                let found = leaked(h, &[CREDENTIAL_CANARY, REDACTED]);
-                ensure(found.is_none(), || found.unwrap_or_default())
-            },
-        )
+        .case(CASES[1].0, "leaks", Level::Must, CASES[1].1, async |h| {
+            // The host redacts the credentials it knows of in component
+            // logs; a redacted field is the component's attempt.
+            let found = leaked(h, &[CREDENTIAL_CANARY, REDACTED]);
+            ensure(found.is_none(), || found.unwrap_or_default())
+        })
         .await;
     runner
-        .case(
-            "leaks.no-leftover-resources",
-            "leaks",
-            Level::Must,
-            "After the run, no container or volume of the suite's installation remains.",
-            async |h| {
-                let (containers, volumes) = h.engine.resources_of(INSTALLATION).await;
-                ensure(containers.is_empty() && volumes.is_empty(), || {
-                    format!("containers {containers:?}, volumes {volumes:?}")
-                })
-            },
-        )
+        .case(CASES[2].0, "leaks", Level::Must, CASES[2].1, async |h| {
+            let (containers, volumes) = h.engine.resources_of(INSTALLATION).await;
+            ensure(containers.is_empty() && volumes.is_empty(), || {
+                format!("containers {containers:?}, volumes {volumes:?}")
+            })
+        })
         .await;
 }

@@ -3,13 +3,16 @@
 
 mod checkpoint;
 mod commands;
-mod declaration;
+pub mod declaration;
 mod failures;
 mod leaks;
 mod lifecycle;
+mod optional;
 mod ownership;
 mod receipts;
 mod unsupported;
+
+pub use declaration::Declared;
 
 use crate::harness::Harness;
 use crate::report::{CaseResult, Level, Report};
@@ -37,11 +40,6 @@ pub fn actions(requests: &[NativeRequest]) -> Vec<String> {
         .iter()
         .map(|request| format!("{} {}", request.action, request.target))
         .collect()
-}
-
-/// True for requests that change native state.
-pub fn is_mutation(request: &NativeRequest) -> bool {
-    !request.action.is_read()
 }
 
 impl<'a> Runner<'a> {
@@ -76,7 +74,44 @@ impl<'a> Runner<'a> {
             level,
             sentence,
             failure,
+            not_run: None,
             duration: started.elapsed(),
+        });
+    }
+
+    /// Records a case judged elsewhere.
+    pub fn push(&mut self, case: CaseResult) {
+        if self.progress {
+            let mark = if case.failure.is_none() {
+                "ok  "
+            } else {
+                "FAIL"
+            };
+            eprintln!("[{:>3}] {mark} {}", self.report.cases.len() + 1, case.id);
+        }
+        self.report.cases.push(case);
+    }
+
+    /// Records a case that has nothing to judge in this run, and why.
+    pub fn not_run(
+        &mut self,
+        id: &str,
+        clause: &'static str,
+        level: Level,
+        sentence: &str,
+        why: String,
+    ) {
+        if self.progress {
+            eprintln!("[{:>3}] --   {id} (not run)", self.report.cases.len() + 1);
+        }
+        self.report.cases.push(CaseResult {
+            id: id.into(),
+            clause,
+            level,
+            sentence: sentence.into(),
+            failure: None,
+            not_run: Some(why),
+            duration: std::time::Duration::ZERO,
         });
     }
 
@@ -88,6 +123,7 @@ impl<'a> Runner<'a> {
             level: Level::Must,
             sentence: sentence.into(),
             failure: Some(observed),
+            not_run: None,
             duration: std::time::Duration::ZERO,
         });
     }
@@ -105,6 +141,8 @@ pub enum Clause {
     Declaration,
     /// Unsupported operations answer so, with no native request.
     Unsupported,
+    /// Supported optional operations answer and change nothing.
+    Optional,
     /// The lifecycle and settlement evidence.
     Lifecycle,
     /// Faults at every native request of the legitimate sequences.
@@ -124,9 +162,10 @@ pub enum Clause {
 
 impl Clause {
     /// Every clause, in the order a run takes them.
-    pub const ALL: [Clause; 9] = [
+    pub const ALL: [Clause; 10] = [
         Clause::Declaration,
         Clause::Unsupported,
+        Clause::Optional,
         Clause::Lifecycle,
         Clause::FailureMatrix,
         Clause::Ownership,
@@ -141,6 +180,7 @@ impl Clause {
         match self {
             Clause::Declaration => "declaration",
             Clause::Unsupported => "unsupported",
+            Clause::Optional => "optional",
             Clause::Lifecycle => "lifecycle",
             Clause::FailureMatrix => "failure-matrix",
             Clause::Ownership => "ownership",
@@ -162,8 +202,13 @@ pub async fn run(harness: &Harness, clauses: &[Clause], progress: bool) -> Repor
     let mut runner = Runner::new(harness, progress);
     for clause in clauses {
         match clause {
-            Clause::Declaration => declaration::run(&mut runner).await,
+            Clause::Declaration => {
+                for case in declaration::cases(&harness.declared) {
+                    runner.push(case);
+                }
+            }
             Clause::Unsupported => unsupported::run(&mut runner).await,
+            Clause::Optional => optional::run(&mut runner).await,
             Clause::Lifecycle => lifecycle::run(&mut runner).await,
             Clause::FailureMatrix => failures::run(&mut runner).await,
             Clause::Ownership => ownership::run(&mut runner).await,

@@ -2,7 +2,7 @@
 //! resources labelled for someone else, neither Create nor Kill mutates or
 //! deletes them.
 
-use super::{Runner, actions, ensure, is_mutation};
+use super::{Runner, actions, ensure};
 use crate::report::Level;
 use sandbox_host::contract::labels;
 use sandbox_host::testing::Effect;
@@ -72,7 +72,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 ensure(attempts.is_empty(), || {
                     format!("attempted to change foreign-held names: {attempts:?}")
                 })?;
-                ensure(!requests.iter().any(is_mutation), || {
+                ensure(!requests.iter().any(|r| h.is_mutation(r)), || {
                     format!("mutations: {:?}", actions(&requests))
                 })?;
                 ensure(untouched(h, names, foreign).await, || {
@@ -97,7 +97,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 ensure(attempts.is_empty(), || {
                     format!("attempted to delete foreign resources: {attempts:?}")
                 })?;
-                ensure(!requests.iter().any(is_mutation), || {
+                ensure(!requests.iter().any(|r| h.is_mutation(r)), || {
                     format!("mutations: {:?}", actions(&requests))
                 })?;
                 ensure(untouched(h, names, foreign).await, || {
@@ -126,19 +126,23 @@ async fn untouched(
 }
 
 /// The clause for a vendor reached over HTTP, whose resources carry
-/// ownership in their metadata: a sandbox of another installation for the
-/// same reference is neither reported nor touched.
+/// ownership in their labels: a resource of another installation for the
+/// same reference, seeded through the vendor's fake, is neither reported
+/// nor touched.
 async fn over_http(runner: &mut Runner<'_>) {
     let h = runner.harness;
     let reference = h.allocation("ownership");
-    let Some(foreign) = h.engine.seed_foreign_sandbox(&reference) else {
-        runner.failed(
-            "ownership.setup",
-            "ownership",
-            "A foreign sandbox can be seeded.",
-            "this fixture cannot seed one".into(),
-        );
-        return;
+    let foreign = match h.engine.seed_foreign(&reference).await {
+        Ok(id) => id,
+        Err(error) => {
+            runner.failed(
+                "ownership.setup",
+                "ownership",
+                "A foreign resource can be seeded through the vendor's fake.",
+                error.to_string(),
+            );
+            return;
+        }
     };
     let (r, foreign) = (&reference, &foreign);
     runner
@@ -146,7 +150,7 @@ async fn over_http(runner: &mut Runner<'_>) {
             "ownership.foreign-not-reported",
             "ownership",
             Level::Must,
-            "GetInfo does not report another installation's sandbox of the same reference.",
+            "GetInfo does not report another installation's resource of the same reference.",
             async |h| {
                 let answer = h.get_info(r).await;
                 ensure(matches!(answer, Err(Error::NotFound)), || {
@@ -160,20 +164,29 @@ async fn over_http(runner: &mut Runner<'_>) {
             "ownership.foreign-untouched",
             "ownership",
             Level::Must,
-            "Create and Kill of the reference leave another installation's sandbox alone.",
+            "Create and Kill of the reference leave another installation's resource alone: no mutation names it, and it still exists.",
             async |h| {
-                let created = h.create(r).await;
+                let (created, mut requests) = h.with_fault(None, async || h.create(r).await).await;
                 let ours = created
                     .as_ref()
                     .ok()
                     .and_then(|info| info.provider_id.clone());
                 ensure(ours.as_deref() != Some(foreign.as_str()), || {
-                    format!("create answered the foreign sandbox: {created:?}")
+                    format!("create answered the foreign resource: {created:?}")
                 })?;
-                let killed = h.kill(r).await;
+                let (killed, more) = h.with_fault(None, async || h.kill(r).await).await;
+                requests.extend(more);
                 ensure(killed.is_ok(), || format!("kill {killed:?}"))?;
-                ensure(h.engine.sandbox_exists(foreign), || {
-                    "the foreign sandbox was deleted".to_string()
+                let touching: Vec<_> = requests
+                    .iter()
+                    .filter(|request| h.is_mutation(request))
+                    .filter(|request| request.target.split(['/', '?', '&', '=']).any(|part| part == foreign))
+                    .collect();
+                ensure(touching.is_empty(), || {
+                    format!("mutations of the foreign resource: {:?}", actions(&requests))
+                })?;
+                ensure(h.engine.resource_exists(foreign).await == Some(true), || {
+                    "the foreign resource is gone".to_string()
                 })
             },
         )

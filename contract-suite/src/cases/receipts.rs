@@ -6,6 +6,7 @@
 use super::{Runner, actions, ensure};
 use crate::fixtures::Engine;
 use crate::harness::KIND;
+use crate::profile::{Class, Classifier};
 use crate::report::Level;
 use sandbox_host::contract::Operation;
 use sandbox_host::police;
@@ -18,7 +19,27 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         return;
     }
     let reference = h.allocation("receipts");
-    let created = h.create(&reference).await;
+    let (created, requests) = h
+        .with_fault(None, async || h.create(&reference).await)
+        .await;
+    // The vendor's request that makes compute, to refuse it below.
+    let create_request = requests
+        .iter()
+        .find(|request| h.class(request) == Class::Create)
+        .map(|request| {
+            let method = request
+                .action
+                .name()
+                .trim_start_matches("http-")
+                .to_uppercase();
+            let path = request
+                .target
+                .split('?')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            (method, path)
+        });
     let Ok(created) = created else {
         runner.failed(
             "receipts.setup",
@@ -82,7 +103,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     .await;
                 let started = requests
                     .iter()
-                    .filter(|request| request.target.ends_with("/process.Process/Start"))
+                    .filter(|request| h.class(request) == Class::Exec)
                     .count();
                 ensure(answer.is_err() && started == 0, || {
                     format!("{answer:?} after {:?}", actions(&requests))
@@ -90,55 +111,64 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             },
         )
         .await;
-    if let Engine::E2b(fake) = &h.engine {
-        runner
-            .case(
-                "receipts.command-deadline",
-                "receipts",
-                Level::Must,
-                "A command still running at the deadline is command-unconfirmed.",
-                async |h| {
-                    let answer = h.run_command(r, &["sleep-forever"], None).await;
-                    ensure(matches!(answer, Err(Error::CommandUnconfirmed)), || {
-                        format!("{answer:?}")
-                    })
-                },
-            )
-            .await;
-        runner
-            .case(
-                "receipts.settled-refusal",
-                "receipts",
-                Level::Must,
-                "A Create E2B refuses (429) is settled absence, and GetInfo then proves it without a vendor request.",
-                async |h| {
-                    let refused = h.allocation("receipts-refused");
-                    fake.refuse_next("POST", "/sandboxes", 429);
-                    let created = h.create(&refused).await;
-                    let settled = matches!(&created, Err(failure)
-                        if failure.info.as_ref().is_some_and(|info| info.create_settled
-                            && info.state == LifecycleState::Absent));
-                    ensure(settled, || format!("create {created:?}"))?;
-                    let (answer, requests) =
-                        h.with_fault(None, async || h.get_info(&refused).await).await;
-                    let vendor = requests
-                        .iter()
-                        .filter(|request| request.action.capability() != "receipts")
-                        .count();
-                    let agrees = match &answer {
-                        Ok(info) => h.claim_agrees(Operation::GetInfo, info).await,
-                        Err(_) => false,
-                    };
-                    ensure(
-                        matches!(&answer, Ok(info) if info.create_settled
-                            && info.state == LifecycleState::Absent)
-                            && agrees
-                            && vendor == 0,
-                        || format!("{answer:?} after {:?}", actions(&requests)),
-                    )
-                },
-            )
-            .await;
-    }
+    runner
+        .case(
+            "receipts.command-deadline",
+            "receipts",
+            Level::Must,
+            "A command still running at the deadline is command-unconfirmed.",
+            async |h| {
+                let answer = h.run_command(r, &["sleep", "3600"], None).await;
+                ensure(matches!(answer, Err(Error::CommandUnconfirmed)), || {
+                    format!("{answer:?}")
+                })
+            },
+        )
+        .await;
+    let (Engine::Http(fake), Some((method, path))) = (&h.engine, create_request) else {
+        h.cleanup(&reference).await;
+        return;
+    };
+    let sentence = format!(
+        "A Create the vendor definitely refuses ({} to {method} {path}, before any effect) is settled absence, and GetInfo then proves it without a vendor request.",
+        h.refusal_status
+    );
+    runner
+        .case(
+            "receipts.settled-refusal",
+            "receipts",
+            Level::Must,
+            sentence,
+            async |h| {
+                let refused = h.allocation("receipts-refused");
+                fake.refuse_next(&method, &path, h.refusal_status)
+                    .await
+                    .map_err(|error| error.to_string())?;
+                let created = h.create(&refused).await;
+                let settled = matches!(&created, Err(failure)
+                    if failure.info.as_ref().is_some_and(|info| info.create_settled
+                        && info.state == LifecycleState::Absent));
+                ensure(settled, || format!("create {created:?}"))?;
+                let (answer, requests) = h
+                    .with_fault(None, async || h.get_info(&refused).await)
+                    .await;
+                let vendor = requests
+                    .iter()
+                    .filter(|request| Classifier::is_vendor(request))
+                    .count();
+                let agrees = match &answer {
+                    Ok(info) => h.claim_agrees(Operation::GetInfo, info).await,
+                    Err(_) => false,
+                };
+                ensure(
+                    matches!(&answer, Ok(info) if info.create_settled
+                        && info.state == LifecycleState::Absent)
+                        && agrees
+                        && vendor == 0,
+                    || format!("{answer:?} after {:?}", actions(&requests)),
+                )
+            },
+        )
+        .await;
     h.cleanup(&reference).await;
 }

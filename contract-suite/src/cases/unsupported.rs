@@ -10,15 +10,14 @@ use sandbox_host::contract::Operation;
 use sandbox_host::declaration::Decision;
 use sandbox_host::provider::{CheckpointProvider, ConfigurationProvider, SandboxProvider};
 use sandbox_host::types::{
-    Command, Compute, Configuration, Error, ResumeRequest, SnapshotIdentity, StoredConfiguration,
-    SuspendRequest, Target,
+    Command, Compute, Configuration, Error, Reference, ResumeRequest, SnapshotIdentity,
+    StoredConfiguration, SuspendRequest, Target,
 };
 
 /// Calls `operation` raw (policing off, so the component answers even an
-/// operation it declared unsupported) with placeholder arguments: `None`
-/// is a success.
-async fn call(h: &Harness, operation: Operation) -> Option<Error> {
-    let reference = h.allocation("unsupported");
+/// operation it declared unsupported) on `reference` with placeholder
+/// arguments otherwise: `None` is a success.
+pub(super) async fn call(h: &Harness, operation: Operation, reference: Reference) -> Option<Error> {
     let compute = Compute {
         generation: 0,
         name: "suite".into(),
@@ -155,8 +154,11 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 Level::Must,
                 sentence,
                 async |h| {
-                    let (answer, requests) =
-                        h.with_fault(None, async || call(h, operation).await).await;
+                    let (answer, requests) = h
+                        .with_fault(None, async || {
+                            call(h, operation, h.allocation("unsupported")).await
+                        })
+                        .await;
                     let expected = Error::unsupported(name, reason.clone());
                     ensure(answer == Some(expected.clone()), || {
                         format!("answered {answer:?}, expected {expected:?}")

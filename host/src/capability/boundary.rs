@@ -16,8 +16,8 @@ pub(crate) use super::Action;
 pub struct NativeRequest {
     /// What the request does.
     pub action: Action,
-    /// The resource it names (container id or name, volume, image, URL
-    /// path), or empty.
+    /// The resource it names (container id or name, volume, image, an
+    /// upload's `container:directory`, a URL's path and query), or empty.
     pub target: String,
     /// The host sends this on its own account, not as part of what the
     /// component asked for: the removal of a container it just created
@@ -248,6 +248,20 @@ impl Boundary {
         in_flight: &InFlight,
         sending: impl Future<Output = Result<T, E>>,
     ) -> Result<T, Crossing<E>> {
+        self.dispatch_judged(decided, deadline, in_flight, sending, |_| true)
+            .await
+    }
+
+    /// [`Self::dispatch`] for a native side whose answers may be errors
+    /// (an HTTP error status): `succeeded` tells the hook which are not.
+    pub(crate) async fn dispatch_judged<T, E>(
+        &self,
+        decided: &Decided,
+        deadline: Instant,
+        in_flight: &InFlight,
+        sending: impl Future<Output = Result<T, E>>,
+        succeeded: impl FnOnce(&T) -> bool,
+    ) -> Result<T, Crossing<E>> {
         if Instant::now() >= deadline || decided.fault == Some(Fault::FailBeforeDispatch) {
             return Err(Crossing::NotSent);
         }
@@ -259,7 +273,7 @@ impl Boundary {
             sending.await
         };
         if let Some(hook) = &self.hook {
-            hook.on_response(&decided.request, outcome.is_ok());
+            hook.on_response(&decided.request, outcome.as_ref().is_ok_and(succeeded));
         }
         match decided.fault {
             Some(Fault::LoseResponse) => return Err(Crossing::Lost),

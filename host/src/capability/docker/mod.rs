@@ -894,9 +894,11 @@ impl DockerCall<'_> {
             tracing::info!(event = "archive_refused", rule = "container_not_fresh");
             return Err(DockerError::Invalid);
         }
+        // The target names the directory too: two uploads into one
+        // container are two requests, not one sent twice.
         self.send(
             DockerAction::ArchiveUpload,
-            &id,
+            &format!("{id}:{path}"),
             self.engine().call(
                 Method::PUT,
                 &["containers", &id, "archive"],

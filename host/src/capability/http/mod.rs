@@ -306,16 +306,22 @@ impl Broker {
             tracing::warn!(target: "provider", event = "credential_in_request", "request refused");
             return Err(HttpError::HttpRequestDenied);
         }
-        let decided = self
-            .boundary
-            .decide(Action::Http(action), url.path(), false);
+        // The hook sees the query too: two uploads to one path with
+        // different parameters are two requests, not one sent twice.
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        let decided = self.boundary.decide(Action::Http(action), &target, false);
         let mut request = reqwest::Request::new(head.method, url);
         *request.headers_mut() = head.headers;
         *request.body_mut() = Some(reqwest::Body::from(body));
         let sending = self.client.execute(request);
         let response = self
             .boundary
-            .dispatch(&decided, deadline, in_flight, sending)
+            .dispatch_judged(&decided, deadline, in_flight, sending, |response| {
+                response.status().is_success()
+            })
             .await
             .map_err(|crossing| match crossing {
                 Crossing::NotSent | Crossing::CleanupFailed => HttpError::ConnectionRefused,

@@ -1,0 +1,90 @@
+//! `oac-fake FAKE`: one of the project's vendor fakes as a command, as the
+//! contract suite's HTTP tier starts a vendor's fake. It prints its
+//! announcement (origin, control origin, test network) as one JSON line and
+//! serves until its stdin closes (or, with `--until-killed`, until it is
+//! interrupted or terminated).
+
+use anyhow::{Context, Result};
+use clap::{Parser, ValueEnum};
+use oac_fixtures::control::{Announcement, Control, Controlled, Tls};
+use oac_fixtures::{e2b_api, example_api, vendor_api};
+use std::io::Write;
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+
+/// Starts a vendor fake for the contract suite's HTTP tier.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Which fake.
+    fake: Fake,
+    /// Serve until SIGINT or SIGTERM instead of until stdin closes (for a
+    /// fake started in the background of a shell).
+    #[arg(long)]
+    until_killed: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Fake {
+    /// The fake E2B: REST API and envd behind TLS under a test domain.
+    E2b,
+    /// The host's steerable test component's vendor (sandboxes and
+    /// snapshots over plain HTTP).
+    Steerable,
+    /// The Example Cloud boxes API (the example adapter's vendor).
+    Example,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let (fake, origin, tls): (Arc<dyn Controlled>, Option<String>, Option<Tls>) = match cli.fake {
+        Fake::E2b => {
+            let fake = e2b_api::FakeE2b::start()
+                .await
+                .context("starting the fake E2B")?;
+            let tls = Tls {
+                address: fake.address().to_string(),
+                ca_pem: fake.ca_pem().to_string(),
+            };
+            (Arc::new(fake), None, Some(tls))
+        }
+        Fake::Steerable => {
+            let fake = vendor_api::FakeVendor::start()
+                .await
+                .context("starting the fake vendor")?;
+            let origin = fake.origin();
+            (Arc::new(fake), Some(origin), None)
+        }
+        Fake::Example => {
+            let fake = example_api::FakeExample::start()
+                .await
+                .context("starting the Example Cloud fake")?;
+            let origin = fake.origin();
+            (Arc::new(fake), Some(origin), None)
+        }
+    };
+    let control = Control::serve(fake).await.context("serving control")?;
+    let announcement = Announcement {
+        origin,
+        control: control.origin(),
+        tls,
+    };
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{}", serde_json::to_string(&announcement)?)?;
+    stdout.flush()?;
+    if cli.until_killed {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    } else {
+        // Serve until the suite closes stdin (or is gone).
+        let mut rest = Vec::new();
+        let _ = tokio::io::stdin().read_to_end(&mut rest).await;
+    }
+    drop(control);
+    Ok(())
+}
