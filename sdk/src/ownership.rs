@@ -97,15 +97,7 @@ impl Ownership {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::testing::Mock;
-
-    fn reference() -> Reference {
-        Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: "a".into(),
-        }
-    }
+    use crate::testing::{Mock, reference};
 
     #[test]
     fn labels_carry_the_installation_and_the_reference() {

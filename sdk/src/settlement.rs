@@ -266,15 +266,7 @@ impl Attempt {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
-    use crate::testing::Mock;
-
-    fn reference() -> Reference {
-        Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: "a".into(),
-        }
-    }
+    use crate::testing::{Mock, reference};
 
     /// Begins after whatever `receipts` say, the resource found or not.
     fn begin_after(receipts: &[(&str, &[u8])], nothing_found: bool) -> Result<(), Error> {

@@ -111,6 +111,15 @@ impl Response {
     }
 }
 
+/// The reference `t/e/a`, for tests that need one.
+pub fn reference() -> crate::types::Reference {
+    crate::types::Reference {
+        tenant_id: "t".into(),
+        environment_id: "e".into(),
+        allocation_id: "a".into(),
+    }
+}
+
 thread_local! {
     static MOCK: RefCell<Option<Mock>> = const { RefCell::new(None) };
 }

@@ -147,16 +147,6 @@ fn write(key: &str, value: &[u8]) -> bool {
     receipts::put(key, value).is_ok()
 }
 
-fn absent(reference: Reference, settled: bool) -> Info {
-    Info {
-        reference,
-        provider_id: None,
-        state: LifecycleState::Absent,
-        bootstrap_complete: false,
-        create_settled: settled,
-    }
-}
-
 fn state_of(sandbox: &Sandbox) -> LifecycleState {
     match sandbox.state.as_str() {
         "running" => LifecycleState::Running,
@@ -323,7 +313,7 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         Ok(created) => created,
         Err(Failed::Status(400 | 401 | 403 | 404 | 422 | 429)) => {
             // A definite rejection: nothing was made.
-            let info = write(SETTLED, b"rejected").then(|| absent(reference, true));
+            let info = write(SETTLED, b"rejected").then(|| Info::absent(reference, true));
             return Err(Failure {
                 error: Error::Invalid,
                 info,
@@ -432,13 +422,13 @@ pub fn get_info(reference: Reference) -> Result<Info, Error> {
     // A definite refusal (the Create answered settled absence) proves
     // absence without asking E2B.
     if settled_receipt()?.as_deref() == Some("rejected") && recorded()?.is_none() {
-        return Ok(absent(reference, true));
+        return Ok(Info::absent(reference, true));
     }
     let settled = answered_settled()?;
     match locate(&call, &reference)? {
         Located::One(sandbox, recorded) => info_of(&call, reference, &sandbox, &recorded, settled),
         Located::Several => Err(Error::ComputeUnconfirmed),
-        Located::Nothing if settled => Ok(absent(reference, true)),
+        Located::Nothing if settled => Ok(Info::absent(reference, true)),
         Located::Nothing => Err(Error::NotFound),
     }
 }
@@ -511,7 +501,7 @@ pub fn kill(reference: Reference) -> Result<Info, Failure> {
     }
     // Settled only where the Create answered settled (the host checks the
     // claim against its record of that answer).
-    Ok(absent(reference, settled))
+    Ok(Info::absent(reference, settled))
 }
 
 pub fn run_command(reference: Reference, request: Command) -> Result<CommandResult, Error> {

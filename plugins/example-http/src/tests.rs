@@ -3,17 +3,13 @@
 //! contract suite judges the component in the real host.
 
 use super::*;
-use oac_provider_sdk::testing::Mock;
+use oac_provider_sdk::testing::{Mock, reference};
 
 const CONFIGURATION_JSON: &str = r#"{"api_url":"https://api.example-cloud.dev"}"#;
 
 fn bootstrap() -> Bootstrap {
     Bootstrap {
-        reference: Reference {
-            tenant_id: "t".into(),
-            environment_id: "e".into(),
-            allocation_id: "a".into(),
-        },
+        reference: reference(),
         session_id: "s".into(),
         device_id: "d".into(),
         core_url: "https://core.example".into(),
