@@ -42,3 +42,22 @@ pub fn is_ready_record(bytes: &[u8], owner: &Ownership) -> bool {
     serde_json::from_slice::<serde_json::Value>(bytes)
         .is_ok_and(|record| record == ready_record(owner))
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::testing::{Mock, reference};
+
+    #[test]
+    fn only_the_record_naming_exactly_this_allocation_is_ready() {
+        let (owner, _) = Mock::new("inst", "{}").run(|| Ownership::of(&reference()));
+        let record = ready_record(&owner).to_string();
+        assert!(is_ready_record(record.as_bytes(), &owner));
+        let other = record.replace("\"a\"", "\"b\"");
+        assert!(!is_ready_record(other.as_bytes(), &owner));
+        let foreign = record.replace("inst", "other");
+        assert!(!is_ready_record(foreign.as_bytes(), &owner));
+        assert!(!is_ready_record(b"", &owner));
+        assert!(!is_ready_record(b"{}", &owner));
+    }
+}
