@@ -479,6 +479,19 @@ impl Harness {
         args: &[&str],
         stdin: Option<Vec<u8>>,
     ) -> Result<CommandResult, Error> {
+        self.run_command_within(reference, args, stdin, self.budget)
+            .await
+    }
+
+    /// [`Self::run_command`] within `budget` (a command with the largest
+    /// stdin is given the time to move it).
+    pub async fn run_command_within(
+        &self,
+        reference: &Reference,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+        budget: Budget,
+    ) -> Result<CommandResult, Error> {
         let command = Command {
             args: args.iter().map(|arg| arg.to_string()).collect(),
             directory: None,
@@ -486,7 +499,7 @@ impl Harness {
         };
         let answer = self
             .kind()
-            .run_command(reference.clone(), command, self.budget)
+            .run_command(reference.clone(), command, budget)
             .await;
         self.remember(
             &answer

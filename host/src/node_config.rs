@@ -183,11 +183,12 @@ pub enum ConfigError {
     DirectOverTcp(String),
     /// The served kinds' calls could take more memory than the node's
     /// budget: Σ min(max_concurrent_calls, max_in_flight) × (max_memory_bytes
-    /// plus, for a Docker kind, the largest archive upload) passes
+    /// plus, for a Docker kind, the largest archive upload, and for a kind
+    /// that sends HTTP, the request bytes a call may hold) passes
     /// `memory_budget_mib` at this kind.
     #[error(
         "kinds.{kind}: with it the kinds' calls may take {needed_mib} MiB at once \
-         (concurrent calls × (memory limit + an upload)), over memory_budget_mib = {budget_mib}"
+         (concurrent calls × (memory limit + an upload or held request bodies)), over memory_budget_mib = {budget_mib}"
     )]
     MemoryBudget {
         /// The kind at which the sum passes the budget.
@@ -338,7 +339,14 @@ impl NodeConfig {
             } else {
                 0
             };
-            let per_call = policy.max_memory_bytes as u64 + upload;
+            // A call of a kind that sends HTTP may hold request body bytes.
+            let grants = &registration.grants;
+            let bodies = if grants.http_origins.is_empty() && grants.http_endpoint.is_none() {
+                0
+            } else {
+                crate::capability::http::MAX_HELD_REQUEST_BYTES_PER_CALL as u64
+            };
+            let per_call = policy.max_memory_bytes as u64 + upload + bodies;
             memory_mib += u64::from(concurrent) * per_call.div_ceil(1 << 20);
             if memory_mib > file.memory_budget_mib {
                 return Err(ConfigError::MemoryBudget {
@@ -614,6 +622,15 @@ memory_mb = 1024
         assert_eq!(
             grant.resolve(&binding.configuration).map_err(|e| e.field()),
             Ok(("https://api.e2b.app".into(), "e2b.app".into()))
+        );
+        // 64 concurrent calls of 64 MiB, each of which may hold 4 MiB of
+        // request bodies (the receipt store is opened by one node at once).
+        drop(config);
+        let tight = text.replace("plugins =", "memory_budget_mib = 4351\nplugins =");
+        let refused = refusal(&tight, &registry::builtin());
+        assert!(
+            refused.contains("kinds.e2b:") && refused.contains("4352 MiB"),
+            "{refused}"
         );
     }
 

@@ -83,10 +83,13 @@ impl Secrets {
         !self.is_empty() && texts.into_iter().any(|text| self.found_in(text))
     }
 
-    /// Bytes a stream scanner must keep from one chunk to the next so that
-    /// a secret split across chunks is still found.
-    pub fn overlap(&self) -> usize {
-        self.longest.saturating_sub(1)
+    /// Bytes a stream must hold back, unsent, behind what it has searched,
+    /// so that no byte of a secret leaves before the whole of it has been
+    /// seen: the longest form percent-encoded (three bytes for each).
+    /// Search each window of held-back bytes plus new ones, send all but
+    /// the last `hold_back` bytes of it.
+    pub fn hold_back(&self) -> usize {
+        3 * self.longest
     }
 }
 
@@ -371,6 +374,6 @@ mod tests {
         assert!(secrets.found_in(b"xs3cry"));
         assert!(!secrets.found_in(STANDARD.encode("s3cr").as_bytes()));
         assert!(secrets.found_in(b"%73%33%63%72"), "percent-decoded");
-        assert_eq!(secrets.overlap(), "73336372".len() - 1);
+        assert_eq!(secrets.hold_back(), 3 * "73336372".len());
     }
 }

@@ -1,4 +1,5 @@
-//! Clause `commands`: stdin arrives intact (binary, over 1 MiB, in order),
+//! Clause `commands`: stdin arrives intact (binary, over 1 MiB, up to the
+//! contract's bound, in order),
 //! streams stay separate, exit codes are real, output over 1 MiB is
 //! `command-unconfirmed`, and a lost completion is `command-unconfirmed`
 //! with no second exec.
@@ -7,9 +8,13 @@ use super::{Runner, actions, ensure};
 use crate::profile::Class;
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
+use sandbox_host::Budget;
 use sandbox_host::testing::Fault;
 use sandbox_host::types::Error;
 use sha2::Digest;
+
+/// The least budget the command with the largest stdin is given.
+const STDIN_BUDGET_MS: u32 = 30_000;
 
 pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
@@ -34,6 +39,33 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 let stdin: Vec<u8> = (0..1_500_000u32).map(|i| (i % 256) as u8).collect();
                 let digest = hex::encode(sha2::Sha256::digest(&stdin));
                 match h.run_command(r, &["sha256sum"], Some(stdin)).await {
+                    Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
+                        format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
+                    }),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+    runner
+        .case(
+            "commands.stdin-at-the-bound",
+            "commands",
+            Level::Must,
+            "Stdin of the contract's bound (50 MiB + 32 bytes) reaches the command intact \
+             (within the target's budget, at least 30 s).",
+            async |h| {
+                let bound = sandbox_host::contract::bounds::MAX_STDIN_BYTES;
+                let stdin: Vec<u8> = (0..bound).map(|i| (i % 251) as u8).collect();
+                let digest = hex::encode(sha2::Sha256::digest(&stdin));
+                let budget = match h.budget().millis() {
+                    ms if ms >= STDIN_BUDGET_MS => h.budget(),
+                    _ => Budget::from_millis(STDIN_BUDGET_MS).unwrap_or(h.budget()),
+                };
+                match h
+                    .run_command_within(r, &["sha256sum"], Some(stdin), budget)
+                    .await
+                {
                     Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
                         format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
                     }),

@@ -141,6 +141,7 @@ async fn observations_send_only_reads() {
 type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>;
 
 /// A loopback server for the `wasi:http` policy: `/record` answers `ok`,
+/// `/sink` the length of the body it received (recording how much arrived),
 /// `/big` a body one byte over the bound, `/stream` sends `first;`, then
 /// `second` only once `/release` has been requested.
 async fn policy_server() -> (String, Seen) {
@@ -163,6 +164,28 @@ async fn policy_server() -> (String, Seen) {
                     )
                 })
                 .collect();
+            if path == "/sink" {
+                // What arrived of the body, and whether it ended.
+                let mut body = request.into_body();
+                let (mut received, mut ended) = (Vec::new(), true);
+                while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+                    match frame.map(|frame| frame.into_data()) {
+                        Ok(Ok(data)) => received.extend_from_slice(&data),
+                        Ok(Err(_)) => {}
+                        Err(_) => {
+                            ended = false;
+                            break;
+                        }
+                    }
+                }
+                let leaked = received.windows(4).any(|window| window == b"key-");
+                let sink = format!(
+                    "/sink {} bytes, ended {ended}, leaked {leaked}",
+                    received.len()
+                );
+                recorded.lock().expect("lock").push((sink, headers));
+                return received.len().to_string().into_response();
+            }
             recorded.lock().expect("lock").push((path.clone(), headers));
             match path.as_str() {
                 "/big" => vec![b'x'; 8 * 1024 * 1024 + 1].into_response(),
@@ -316,4 +339,87 @@ async fn a_response_body_over_the_bound_is_too_large() {
     let (origin, _) = policy_server().await;
     let steering = json!({"action": "http-fetch", "url": format!("{origin}/big")});
     assert_eq!(fetch(&origin, None, steering).await, "error:TooLarge");
+}
+
+/// Create of a fetcher kind holding [`CREDENTIAL`], posting `body` to
+/// `origin/sink`: its outcome.
+async fn post(origin: &str, body: String) -> String {
+    let registration = Registration {
+        grants: Grants {
+            docker: false,
+            http_origins: vec![origin.to_string()],
+            credential_origins: vec![origin.to_string()],
+            receipts: false,
+            http_endpoint: None,
+        },
+        credential_fields: vec!["api_key".into(), "team".into()],
+        ..steerable("fetcher")
+    };
+    let steering = json!({"action": "http-fetch", "method": "POST",
+                          "url": format!("{origin}/sink"), "body": body});
+    let mut binding = binding(None, steering);
+    binding.credential = Some(CREDENTIAL.into());
+    let host = TestHost::one(registration, binding).loaded().await;
+    let bootstrap = sandbox_host::types::Bootstrap {
+        reference: Reference::new("t", "e", "a"),
+        session_id: "s".into(),
+        device_id: "d".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: "daemon-secret".into(),
+        harness: "h".into(),
+        network_access: sandbox_host::types::NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    };
+    host.kind("fetcher")
+        .expect("a loaded kind")
+        .create(bootstrap, Budget::from_millis(30_000).expect("budget"))
+        .await
+        .expect("answered")
+        .provider_id
+        .expect("an outcome")
+}
+
+/// A body of `length` base64 characters.
+fn base64_text(length: usize) -> String {
+    (0..length)
+        .map(|i| char::from(b"QUJDRGV4YW1wbGU+/w"[i % 18]))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_request_body_over_8_mib_streams_whole() {
+    let (origin, seen) = policy_server().await;
+    let length = 12 << 20;
+    assert_eq!(
+        post(&origin, base64_text(length)).await,
+        format!("200:{length}")
+    );
+    let seen = seen.lock().expect("lock");
+    assert_eq!(
+        seen[0].0,
+        format!("/sink {length} bytes, ended true, leaked false")
+    );
+}
+
+#[tokio::test]
+async fn a_credential_deep_in_a_streamed_body_cuts_it_off_before_any_byte_of_it() {
+    let (origin, seen) = policy_server().await;
+    let mut body = base64_text(12 << 20);
+    let at = (6 << 20) + 4093;
+    body.replace_range(at..at + 14, "key-0123456789");
+    assert_eq!(post(&origin, body).await, "error:Denied");
+    // The server sees the cut-off body end after the component's answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.lock().expect("lock").is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let seen = seen.lock().expect("lock");
+    let (sink, _) = seen.first().expect("the request was started");
+    let received: usize = sink
+        .split(' ')
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(received > 1 << 20 && received <= at, "{sink}");
+    assert!(sink.ends_with("ended false, leaked false"), "{sink}");
 }

@@ -232,7 +232,9 @@ impl Api {
             "secure": true,
             "allow_internet_access": internet,
         });
-        request.body = serde_json::to_vec(&body).map_err(|_| Failed::NotSent)?;
+        request.body = serde_json::to_vec(&body)
+            .map_err(|_| Failed::NotSent)?
+            .into();
         request
             .headers
             .push(("content-type".into(), "application/json".into()));
@@ -288,7 +290,7 @@ impl Api {
     /// `POST /sandboxes/{id}/timeout`: the lease from now.
     pub fn set_timeout(&self, id: &str) -> Result<u16, Failed> {
         let mut request = self.request(Method::Post, &format!("/sandboxes/{}/timeout", encode(id)));
-        request.body = format!("{{\"timeout\":{LEASE_SECONDS}}}").into_bytes();
+        request.body = format!("{{\"timeout\":{LEASE_SECONDS}}}").into();
         request
             .headers
             .push(("content-type".into(), "application/json".into()));

@@ -135,7 +135,7 @@ impl Envd {
             ("connect-protocol-version".into(), "1".into()),
             ("connect-timeout-ms".into(), timeout_ms.to_string()),
         ]);
-        request.body = message.to_string().into_bytes();
+        request.body = message.to_string().into();
         match http::send(&request) {
             Ok(response) if response.status == 200 => Ok(()),
             _ => Err(RunError::Unknown),
@@ -164,7 +164,7 @@ impl Envd {
             ("connect-timeout-ms".into(), timeout_ms.to_string()),
             ("keepalive-ping-interval".into(), "50".into()),
         ]);
-        request.body = envelope(&json!({"process": process, "stdin": stdin.is_some()}));
+        request.body = envelope(&json!({"process": process, "stdin": stdin.is_some()})).into();
         let streaming = match http::open(&request) {
             Ok(streaming) if streaming.status() == 200 => streaming,
             Ok(_) | Err(HttpError::Denied | HttpError::Unavailable) => {

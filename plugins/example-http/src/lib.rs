@@ -15,7 +15,7 @@ use oac_provider_sdk::prelude::*;
 use oac_provider_sdk::status::Operation;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 struct Example;
 
@@ -93,14 +93,19 @@ impl Api {
         settings(&context::configuration())
     }
 
-    fn send(&self, method: Method, path: &str, body: Option<Value>) -> Result<Response, HttpError> {
+    /// A request to `path`, with the key the host fills in.
+    fn request(&self, method: Method, path: &str) -> Request {
         let key = CredentialHeader::new("authorization")
             .prefix("Bearer ")
             .field("api_key");
-        let request = Request::new(method, format!("{}{path}", self.api_url));
+        Request::new(method, format!("{}{path}", self.api_url)).with_credential(key)
+    }
+
+    fn send(&self, method: Method, path: &str, body: Option<Value>) -> Result<Response, HttpError> {
+        let request = self.request(method, path);
         http::send(&match body {
-            Some(body) => request.json(&body).with_credential(key),
-            None => request.with_credential(key),
+            Some(body) => request.json(&body),
+            None => request,
         })
     }
 
@@ -142,14 +147,15 @@ impl Api {
     }
 
     /// Runs `argv` as `user` to its end (`None`: the answer proves nothing).
-    fn exec(&self, id: &str, user: &str, argv: &[String], stdin: &[u8]) -> Outcome<Ran> {
-        let body = json!({
-            "argv": argv,
-            "user": user,
-            "stdin": STANDARD.encode(stdin),
-            "timeout_ms": context::remaining_budget_ms().saturating_sub(500),
-        });
-        let response = match self.send(Method::Post, &format!("/v1/boxes/{id}/exec"), Some(body)) {
+    /// Stdin goes in the one request, base64-encoded as it is sent.
+    fn exec(&self, id: &str, user: &str, argv: &[String], stdin: Vec<u8>) -> Outcome<Ran> {
+        let timeout_ms = context::remaining_budget_ms().saturating_sub(500);
+        let fields = json!({ "argv": argv, "user": user, "timeout_ms": timeout_ms });
+        let Value::Object(fields) = fields else {
+            return Ok(None);
+        };
+        let request = self.request(Method::Post, &format!("/v1/boxes/{id}/exec"));
+        let response = match http::send(&request.json_with_base64(fields, "stdin", stdin)) {
             Ok(response) => response,
             Err(_) => return Ok(None),
         };
@@ -251,10 +257,9 @@ impl Sandbox for Example {
         mutants::leak_credential(&request);
         let reference = request.reference.clone();
         let internet = match request.network_access {
-            NetworkAccess::Enabled => true,
-            NetworkAccess::Disabled => false,
             // The vendor cannot filter egress by name.
             NetworkAccess::Restricted => return Err(Error::Invalid.into()),
+            access => access == NetworkAccess::Enabled,
         };
         let api = Api::new()?;
         let owner = Ownership::of(&reference);
@@ -297,7 +302,7 @@ impl Sandbox for Example {
         }
         attempt.made(found.id.as_bytes())?;
         let argv = [vec![INIT.to_string()], owner.values().to_vec()].concat();
-        match api.exec(&found.id, "root", &argv, &bootstrap::record(&request)) {
+        match api.exec(&found.id, "root", &argv, bootstrap::record(&request)) {
             Ok(Some(ran)) if ran.exit_code == 0 => {}
             // The init ran and refused: a definite end (Kill removes the box).
             Ok(Some(_)) => {
@@ -356,12 +361,8 @@ impl Sandbox for Example {
         let owner = Ownership::of(&reference);
         let prior = settlement::prior()?;
         let settled = prior.answered_settled();
-        let mut ids: Vec<String> = prior.resource_id().into_iter().collect();
-        for found in api.labelled(&owner)? {
-            if !ids.contains(&found.id) {
-                ids.push(found.id);
-            }
-        }
+        let labelled = api.labelled(&owner)?.into_iter().map(|found| found.id);
+        let ids: BTreeSet<String> = prior.resource_id().into_iter().chain(labelled).collect();
         if ids.is_empty() && (prior == Prior::Fresh || mutants::KILL_WITHOUT_PROOF) {
             // Nothing known to remove and nothing says an attempt ended:
             // Kill answers only on terminal proof.
@@ -411,7 +412,7 @@ impl Sandbox for Example {
             argv.splice(0..0, shell);
         }
         let stdin = request.stdin.unwrap_or_default();
-        let ran = match api.exec(&found.id, "runtime", &argv, &stdin) {
+        let ran = match api.exec(&found.id, "runtime", &argv, stdin) {
             Ok(Some(ran)) => ran,
             Ok(None) => return Err(Error::CommandUnconfirmed),
             Err(Error::ComputeUnconfirmed) => return Err(Error::CommandUnconfirmed),

@@ -58,5 +58,5 @@ fn the_credential_travels_only_as_the_header_the_host_fills_in() {
             .as_ref()
             .is_some_and(|c| c.field.as_deref() == Some("api_key"))
     );
-    assert!(!String::from_utf8_lossy(&request.body).contains("secret"));
+    assert!(!String::from_utf8_lossy(&request.body.to_vec()).contains("secret"));
 }

@@ -175,7 +175,7 @@ fn fetched(steering: &Steering) -> String {
     };
     let mut request = http::Request::new(method, steering.url.clone().unwrap_or_default());
     request.headers = steering.headers.clone();
-    request.body = steering.body.clone().unwrap_or_default().into_bytes();
+    request.body = steering.body.clone().unwrap_or_default().into();
     request.credential = steered_credential(steering);
     let answer = (|| -> Result<String, http::HttpError> {
         let mut streaming = http::open(&request)?;
@@ -297,7 +297,7 @@ impl exports::readiness::Guest for Steerable {
 /// write, each with its outcome (`ok` or why not).
 fn reach(steering: &Steering) -> Vec<(String, String)> {
     let mut post = http::Request::new(http::Method::Post, steering.url.clone().unwrap_or_default());
-    post.body = b"reach".to_vec();
+    post.body = b"reach".to_vec().into();
     let http = match http::send(&post) {
         Ok(_) => "ok".to_string(),
         Err(error) => format!("{error:?}"),

@@ -17,7 +17,7 @@ pub fn request(method: http::Method, url: String, body: Option<Value>) -> http::
     let mut request = http::Request::new(method, url);
     if let Some(body) = body {
         request.headers = vec![("content-type".into(), "application/json".into())];
-        request.body = body.to_string().into_bytes();
+        request.body = body.to_string().into();
     }
     request
 }

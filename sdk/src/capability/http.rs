@@ -9,7 +9,9 @@
 //! [`send`] reads a whole response; [`open`] returns as soon as the
 //! response head arrives and reads the body as it streams, so an adapter
 //! can hold one response open (a server-streamed command) while it sends
-//! other requests (its stdin).
+//! other requests (its stdin). A request [`Body`] may carry bytes that are
+//! base64-encoded only as they are written, so a command's whole stdin
+//! (50 MiB) goes in one request without an encoded copy in guest memory.
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{
@@ -18,8 +20,8 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::{InputStream, StreamError};
 
-pub use oac_contract::http::MAX_BODY_BYTES;
 use oac_contract::http::{CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER};
+pub use oac_contract::http::{MAX_REQUEST_BODY_BYTES, MAX_RESPONSE_BODY_BYTES};
 
 /// Request method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +79,103 @@ impl CredentialHeader {
     }
 }
 
+/// A request body, written to the host in slices as it is sent: parts
+/// sent as given, and parts base64-encoded (standard alphabet, padded) on
+/// the way, so a large payload is never held encoded in guest memory. At
+/// most [`MAX_REQUEST_BODY_BYTES`] as sent; sent with its `content-length`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Body {
+    parts: Vec<Part>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Bytes(Vec<u8>),
+    Base64(Vec<u8>),
+}
+
+/// Input bytes base64-encoded at a time: 4 KiB of text, a whole number of
+/// three-byte groups, so only a part's last slice is padded.
+const BASE64_SLICE: usize = 3 * 1024;
+
+impl Body {
+    /// An empty body.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This body followed by `bytes`, as given.
+    pub fn bytes(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.parts.push(Part::Bytes(bytes.into()));
+        self
+    }
+
+    /// This body followed by `bytes` base64-encoded as they are sent.
+    pub fn base64(mut self, bytes: Vec<u8>) -> Self {
+        self.parts.push(Part::Base64(bytes));
+        self
+    }
+
+    /// Its length as sent.
+    pub fn len(&self) -> usize {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Bytes(bytes) => bytes.len(),
+                Part::Base64(bytes) => bytes.len().div_ceil(3) * 4,
+            })
+            .sum()
+    }
+
+    /// Whether nothing is sent.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole body as sent (for tests and mocks: it holds an encoded
+    /// copy).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut whole = Vec::with_capacity(self.len());
+        let _ = self.write(|slice| {
+            whole.extend_from_slice(slice);
+            Ok::<(), ()>(())
+        });
+        whole
+    }
+
+    /// Hands the body to `sink` in slices of at most 4 KiB, in order.
+    fn write<E>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        use base64::Engine as _;
+        let mut text = [0u8; BASE64_SLICE / 3 * 4];
+        for part in &self.parts {
+            match part {
+                Part::Bytes(bytes) => bytes.chunks(4096).try_for_each(&mut sink)?,
+                Part::Base64(bytes) => {
+                    for slice in bytes.chunks(BASE64_SLICE) {
+                        let written = base64::engine::general_purpose::STANDARD
+                            .encode_slice(slice, &mut text)
+                            .unwrap_or_default();
+                        sink(&text[..written])?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(bytes: Vec<u8>) -> Self {
+        Body::new().bytes(bytes)
+    }
+}
+
+impl From<String> for Body {
+    fn from(text: String) -> Self {
+        Body::new().bytes(text.into_bytes())
+    }
+}
+
 /// One request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -86,8 +185,8 @@ pub struct Request {
     pub url: String,
     /// Headers, in order.
     pub headers: Vec<(String, String)>,
-    /// Body (at most 8 MiB); sent with its `content-length`.
-    pub body: Vec<u8>,
+    /// Body, sent with its `content-length`.
+    pub body: Body,
     /// Attach the installation's credential as this header.
     pub credential: Option<CredentialHeader>,
 }
@@ -99,14 +198,36 @@ impl Request {
             method,
             url: url.into(),
             headers: Vec::new(),
-            body: Vec::new(),
+            body: Body::new(),
             credential: None,
         }
     }
 
     /// With `body` as JSON (and its `content-type`).
     pub fn json(mut self, body: &serde_json::Value) -> Self {
-        self.body = body.to_string().into_bytes();
+        self.body = body.to_string().into();
+        self.headers
+            .push(("content-type".into(), "application/json".into()));
+        self
+    }
+
+    /// With a JSON object of `fields` and, last, the string field `field`
+    /// holding `bytes` base64-encoded as they are sent (and its
+    /// `content-type`): e.g. a command's whole stdin in one exec request.
+    pub fn json_with_base64(
+        mut self,
+        fields: serde_json::Map<String, serde_json::Value>,
+        field: &str,
+        bytes: Vec<u8>,
+    ) -> Self {
+        let object = serde_json::Value::Object(fields).to_string();
+        let open = &object[..object.len() - 1];
+        let comma = if open.len() > 1 { "," } else { "" };
+        let name = serde_json::Value::from(field).to_string();
+        self.body = Body::new()
+            .bytes(format!("{open}{comma}{name}:\""))
+            .base64(bytes)
+            .bytes(&b"\"}"[..]);
         self.headers
             .push(("content-type".into(), "application/json".into()));
         self
@@ -134,7 +255,7 @@ pub struct Response {
     pub status: u16,
     /// Headers, in order.
     pub headers: Vec<(String, String)>,
-    /// Body (at most 8 MiB).
+    /// Body (at most [`MAX_RESPONSE_BODY_BYTES`]).
     pub body: Vec<u8>,
 }
 
@@ -211,7 +332,7 @@ impl Streaming {
         match stream.blocking_read(64 * 1024) {
             Ok(bytes) => {
                 self.read += bytes.len();
-                if self.read > MAX_BODY_BYTES {
+                if self.read > MAX_RESPONSE_BODY_BYTES {
                     return Err(HttpError::TooLarge);
                 }
                 Ok(Some(bytes))
@@ -363,20 +484,19 @@ fn open_wasi(request: &Request) -> Result<Streaming, HttpError> {
     })
 }
 
-fn write_body(body: &OutgoingBody, bytes: &[u8]) -> Result<(), HttpError> {
+fn write_body(body: &OutgoingBody, whole: &Body) -> Result<(), HttpError> {
     let stream = body.write().map_err(|_| HttpError::Unconfirmed)?;
-    for chunk in bytes.chunks(4096) {
+    whole.write(|slice| {
         stream
-            .blocking_write_and_flush(chunk)
+            .blocking_write_and_flush(slice)
             .map_err(|error| match error {
                 StreamError::LastOperationFailed(error) => {
                     wasip2::http::types::http_error_code(&error)
                         .map_or(HttpError::Unconfirmed, HttpError::from)
                 }
                 StreamError::Closed => HttpError::Unconfirmed,
-            })?;
-    }
-    Ok(())
+            })
+    })
 }
 
 /// Sends `request` and reads its whole response; never retried.
@@ -396,6 +516,40 @@ pub fn send(request: &Request) -> Result<Response, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_base64_part_is_encoded_in_slices_as_one_text() {
+        use base64::Engine as _;
+        let stdin: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 256) as u8).collect();
+        let mut fields = serde_json::Map::new();
+        fields.insert("argv".into(), serde_json::json!(["cat"]));
+        let request = Request::new(Method::Post, "https://api.example/exec").json_with_base64(
+            fields,
+            "stdin",
+            stdin.clone(),
+        );
+        let whole = request.body.to_vec();
+        assert_eq!(request.body.len(), whole.len());
+        let parsed: serde_json::Value = serde_json::from_slice(&whole).expect("JSON");
+        assert_eq!(parsed["argv"][0], "cat");
+        let encoded = parsed["stdin"].as_str().expect("a string");
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD.decode(encoded),
+            Ok(stdin)
+        );
+        let mut slices = Vec::new();
+        let _ = request.body.write(|slice| {
+            slices.push(slice.len());
+            Ok::<(), ()>(())
+        });
+        assert!(slices.iter().all(|&len| len <= 4096), "{slices:?}");
+        let empty = Request::new(Method::Post, "https://api.example/exec").json_with_base64(
+            serde_json::Map::new(),
+            "stdin",
+            Vec::new(),
+        );
+        assert_eq!(empty.body.to_vec(), b"{\"stdin\":\"\"}".to_vec());
+    }
 
     #[test]
     fn components_are_percent_encoded() {

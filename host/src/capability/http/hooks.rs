@@ -3,10 +3,10 @@
 //! credential it carries and every secret it must not carry elsewhere, and
 //! its open requests and held bodies.
 
-use super::body::{HeldBodies, OpenRequest, RequestBody};
+use super::body::{Checked, HeldBodies, OpenRequest, RequestBody};
 use super::{
     CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER, HttpAction,
-    MAX_BODY_BYTES, is_reserved,
+    MAX_REQUEST_BODY_BYTES, is_reserved,
 };
 use crate::capability::boundary::{Effect, ImportCall, InFlight};
 use crate::capability::scope::Access;
@@ -18,15 +18,13 @@ use wasmtime_wasi_http::{
 };
 
 /// A request the policy admitted: its head checked, its body still to be
-/// read from the component and checked before anything is sent.
+/// read from the component and checked on its way out.
 pub(super) struct Admitted {
     pub(super) head: http::request::Parts,
     pub(super) url: reqwest::Url,
     pub(super) action: HttpAction,
-    pub(super) body: http_body_util::Limited<RequestBody>,
-    pub(super) secrets: Arc<oac_provider_api::secrets::Secrets>,
+    pub(super) body: Checked,
     pub(super) open: OpenRequest,
-    pub(super) held: HeldBodies,
 }
 
 /// One call's HTTP hooks: what `wasi:http` asks the host while the call
@@ -147,7 +145,7 @@ impl State {
             ),
             None => None,
         };
-        if length.is_some_and(|length| length > MAX_BODY_BYTES) {
+        if length.is_some_and(|length| length > MAX_REQUEST_BODY_BYTES) {
             self.refused("body_bound");
             return Err(HttpError::HttpRequestBodySize(length.map(|n| n as u64)));
         }
@@ -163,18 +161,17 @@ impl State {
         }
         self.fill_credential(&mut head.headers, &url)?;
         let open = self.open_request()?;
-        let body = http_body_util::Limited::new(
+        let body = Checked::new(
             RequestBody(sync_wrapper::SyncWrapper::new(body)),
-            MAX_BODY_BYTES,
+            self.secrets.clone(),
+            &self.held,
         );
         Ok(Admitted {
             head,
             url,
             action,
             body,
-            secrets: self.secrets.clone(),
             open,
-            held: self.held.clone(),
         })
     }
 

@@ -13,16 +13,20 @@
 //!   memory, and only on the kind's exact credential origins;
 //! - no credential the call holds goes anywhere else: a request whose URL,
 //!   headers or body carry one, in any obvious encoding
-//!   ([`oac_provider_api::secrets`]), is refused; so the body is read
-//!   whole, and checked, before anything is sent;
-//! - bodies are bounded both ways, the requests a call and a kind hold
-//!   open at once are bounded, and the whole exchange by the call's
-//!   deadline;
+//!   ([`oac_provider_api::secrets`]), is refused. A body of at most
+//!   [`MAX_WHOLE_REQUEST_BODY_BYTES`] is read whole, and checked, before
+//!   anything is sent; a larger one (a command's stdin may be 50 MiB)
+//!   streams, checked as it goes with enough held back that no byte of a
+//!   credential leaves before the whole of it is seen, and is cut off
+//!   when one is found;
+//! - bodies are bounded both ways, the request bytes a call holds and the
+//!   requests a call and a kind hold open at once are bounded, and the
+//!   whole exchange by the call's deadline;
 //! - every request crosses the capability boundary (recorded, faults
 //!   injected, never retried).
 //!
-//! Errors are fixed `wasi:http` codes: `HTTP-request-denied` (refused,
-//! nothing sent), `connection-refused` (not sent), `HTTP-request-body-size`
+//! Errors are fixed `wasi:http` codes: `HTTP-request-denied` (refused:
+//! nothing sent, or a streamed body cut off before its end), `connection-refused` (not sent), `HTTP-request-body-size`
 //! / `HTTP-response-body-size` (a bound), and otherwise a code that means
 //! the request may have been received (`connection-terminated`,
 //! `connection-timeout`, `connection-read-timeout`).
@@ -34,7 +38,7 @@ pub(crate) use hooks::State;
 
 use crate::capability::Unbuilt;
 use crate::capability::boundary::{Action, Boundary, Crossing, InFlight, NativeHook};
-use body::{Scan, Watched, rewrite_installation};
+use body::{Cut, Scan, Watched, rewrite_installation};
 use bytes::Bytes;
 use hooks::Admitted;
 use http_body_util::BodyExt;
@@ -43,7 +47,8 @@ use std::time::Instant;
 use wasmtime_wasi_http::{DEFAULT_FORBIDDEN_HEADERS, Error as HttpError};
 
 pub use oac_contract::http::{
-    CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER, MAX_BODY_BYTES,
+    CREDENTIAL_FIELD_MARKER, CREDENTIAL_MARKER, CREDENTIAL_PREFIX_MARKER, MAX_REQUEST_BODY_BYTES,
+    MAX_RESPONSE_BODY_BYTES,
 };
 
 /// Requests one call may hold open at once (sent or being sent, until its
@@ -59,9 +64,15 @@ pub const MAX_OPEN_REQUESTS_PER_CALL: usize =
 pub const MAX_OPEN_REQUESTS_PER_KIND: usize =
     oac_provider_api::registry::DEFAULT_OPEN_REQUESTS_PER_KIND as usize;
 
-/// Request body bytes one call may hold in the host at once: a body is
-/// read whole, and checked, before anything of its request is sent.
-pub const MAX_HELD_BODY_BYTES_PER_CALL: usize = 2 * MAX_BODY_BYTES;
+/// Largest request body read whole, and checked, before anything of its
+/// request is sent (so a refusal sends nothing): 1 MiB, more than any
+/// ordinary API request. A larger body streams.
+pub const MAX_WHOLE_REQUEST_BODY_BYTES: usize = 1 << 20;
+
+/// Request body bytes one call may hold in the host at once (bodies read
+/// whole, and what streamed bodies hold back); past it a request fails
+/// with `HTTP-request-body-size`. Counted in the node's memory budget.
+pub const MAX_HELD_REQUEST_BYTES_PER_CALL: usize = 4 << 20;
 
 /// Headers the component may not set, nor name as its credential header:
 /// the target and framing of the request, and the hop-by-hop headers
@@ -280,9 +291,9 @@ impl Broker {
         })
     }
 
-    /// Sends an admitted request within `deadline`, once its body has been
-    /// read and checked: its response head now, its body as the component
-    /// reads it.
+    /// Sends an admitted request within `deadline`, its body checked (whole
+    /// before anything is sent, or as it streams): its response head now,
+    /// its body as the component reads it.
     async fn exchange(
         &self,
         admitted: Admitted,
@@ -293,19 +304,22 @@ impl Broker {
             head,
             url,
             action,
-            body,
-            secrets,
+            mut body,
             open,
-            held,
         } = admitted;
-        // Not sent: the component never finished its body in time.
-        let (body, _share) = tokio::time::timeout_at(deadline.into(), held.collect(body))
+        // Not sent: the component never finished its first bytes in time.
+        tokio::time::timeout_at(deadline.into(), body.fill(MAX_WHOLE_REQUEST_BODY_BYTES))
             .await
             .map_err(|_| HttpError::ConnectionRefused)??;
-        if secrets.found_in(&body) {
+        if body.carries_credential() {
             tracing::warn!(target: "provider", event = "credential_in_request", "request refused");
             return Err(HttpError::HttpRequestDenied);
         }
+        let cut_off = body.cut_off();
+        let (body, _share) = match body.into_whole() {
+            Ok((whole, share)) => (reqwest::Body::from(whole), Some(share)),
+            Err(streamed) => (reqwest::Body::wrap(streamed), None),
+        };
         // The hook sees the query too: two uploads to one path with
         // different parameters are two requests, not one sent twice.
         let target = match url.query() {
@@ -315,7 +329,7 @@ impl Broker {
         let decided = self.boundary.decide(Action::Http(action), &target, false);
         let mut request = reqwest::Request::new(head.method, url);
         *request.headers_mut() = head.headers;
-        *request.body_mut() = Some(reqwest::Body::from(body));
+        *request.body_mut() = Some(body);
         let sending = self.client.execute(request);
         let response = self
             .boundary
@@ -323,12 +337,18 @@ impl Broker {
                 response.status().is_success()
             })
             .await
-            .map_err(|crossing| match crossing {
-                Crossing::NotSent | Crossing::CleanupFailed => HttpError::ConnectionRefused,
-                Crossing::Lost => HttpError::ConnectionTerminated,
-                Crossing::Native(error) if error.is_connect() => HttpError::ConnectionRefused,
-                Crossing::Native(error) if error.is_timeout() => HttpError::ConnectionTimeout,
-                Crossing::Native(_) => HttpError::ConnectionTerminated,
+            .map_err(|crossing| match (cut_off.reason(), crossing) {
+                // A streamed body cut off: the request never ended.
+                (Some(cut), _) => cut.error(),
+                (None, Crossing::NotSent | Crossing::CleanupFailed) => HttpError::ConnectionRefused,
+                (None, Crossing::Lost) => HttpError::ConnectionTerminated,
+                (None, Crossing::Native(error)) if error.is_connect() => {
+                    HttpError::ConnectionRefused
+                }
+                (None, Crossing::Native(error)) if error.is_timeout() => {
+                    HttpError::ConnectionTimeout
+                }
+                (None, Crossing::Native(_)) => HttpError::ConnectionTerminated,
             })?;
         let response: http::Response<reqwest::Body> = response.into();
         let (head, body) = response.into_parts();
