@@ -38,7 +38,7 @@ pub(crate) use hooks::State;
 
 use crate::capability::Unbuilt;
 use crate::capability::boundary::{Action, Boundary, Crossing, InFlight, NativeHook};
-use body::{Cut, Scan, Watched, rewrite_installation};
+use body::{Scan, Watched, rewrite_installation};
 use bytes::Bytes;
 use hooks::Admitted;
 use http_body_util::BodyExt;
