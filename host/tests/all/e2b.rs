@@ -140,6 +140,11 @@ async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
     assert_eq!(sandboxes.len(), 1);
     let sandbox = &sandboxes[0];
     assert_eq!(sandbox.id, id);
+    // The pinned build, not the newer one the template's default tag
+    // names; the kind's configuration names the template by an alias,
+    // the sandbox shows its id and another alias, and qualifies.
+    assert_eq!(sandbox.build_id, e2b_api::BUILD);
+    assert_eq!(sandbox.template_id, e2b_api::TEMPLATE_ID);
     assert_eq!(
         sandbox.metadata,
         [
@@ -453,7 +458,7 @@ async fn observation_discovery_and_verification_read_e2b() {
     };
     let sample = kind.observe(target("a"), budget()).await.expect("a sample");
     assert_eq!(sample.memory_limit_bytes, 1024 << 20);
-    assert!((sample.cpus - 0.25).abs() < 1e-9, "{}", sample.cpus);
+    assert_eq!(sample.cpus, 2.0, "capacity, not use");
     assert!(sample.started_at.is_some());
     let batch = kind
         .observe_batch(vec![target("a"), target("b"), target("a")], budget())
@@ -490,7 +495,19 @@ async fn observation_discovery_and_verification_read_e2b() {
         (&json!(2), &json!(1024)),
         "the build's resources adopted"
     );
-    let building = format!("{}:7f000000-0000-4000-8000-000000000001", e2b_api::TEMPLATE);
+    assert_eq!(
+        resolved["template"],
+        format!("{}:{}", e2b_api::TEMPLATE_ID, e2b_api::BUILD),
+        "the alias resolved to the template's id, once"
+    );
+    let foreign = format!("{}:{}", e2b_api::FOREIGN_ALIAS, e2b_api::BUILD);
+    assert_eq!(
+        kind.discover_selection(candidate(&foreign, &key), budget())
+            .await,
+        Err(Error::Invalid),
+        "another team's template"
+    );
+    let building = format!("{}:{}", e2b_api::TEMPLATE, e2b_api::BUILDING);
     assert_eq!(
         kind.discover_selection(candidate(&building, &key), budget())
             .await,
@@ -503,8 +520,19 @@ async fn observation_discovery_and_verification_read_e2b() {
         .discover_configuration(query, budget())
         .await
         .expect("discovered");
-    assert_eq!(found.len(), 1, "only the ready build: {found:?}");
-    assert!(found[0].contains(&ready));
+    assert_eq!(found.len(), 2, "the ready builds: {found:?}");
+    assert!(found[0].contains(&format!("{}:{}", e2b_api::TEMPLATE_ID, e2b_api::BUILD)));
+    // One build per page: discovery follows E2B's paging token.
+    fake.set_page_size(1);
+    let paged = kind
+        .discover_configuration(
+            json!({"api_url": e2b_api::API_URL, "domain": e2b_api::DOMAIN}).to_string(),
+            budget(),
+        )
+        .await
+        .expect("discovered");
+    assert_eq!(paged, found, "every page");
+    fake.set_page_size(100);
 
     assert_eq!(
         kind.verify_credential(candidate(&ready, &key), vec![reference("a")], budget())
@@ -518,6 +546,17 @@ async fn observation_discovery_and_verification_read_e2b() {
         Err(Error::Invalid),
         "a key E2B refuses"
     );
+    // Another team's valid key lists none of these sandboxes (an empty
+    // answer, not a refusal) and reads the template as 403.
+    let other_team = json!({"api_key": e2b_api::FOREIGN_API_KEY}).to_string();
+    for references in [vec![reference("a")], Vec::new()] {
+        assert_eq!(
+            kind.verify_credential(candidate(&ready, &other_team), references, budget())
+                .await,
+            Err(Error::Invalid),
+            "another team's key"
+        );
+    }
     assert_eq!(
         writes(),
         writes_before,
@@ -587,4 +626,121 @@ async fn through_a_node_settlement_survives_a_restart_and_kill_succeeds() {
         "a node on another registry is refused"
     );
     let _ = node.stop().await;
+}
+
+/// E2B answers set-timeout with 204 also when the team's maximum sandbox
+/// length (1 h on its Base tier) keeps the end where it was: Renew reads
+/// the end back and says the lease was not renewed.
+#[tokio::test]
+async fn a_renewal_the_teams_maximum_keeps_short_is_not_a_renewal() {
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
+    fake.set_team_max(3600);
+    let id = world.created("a").await;
+    let renewed = kind.renew(reference("a"), budget()).await;
+    assert!(
+        renewed.is_ok(),
+        "a fresh sandbox has a whole hour: {renewed:?}"
+    );
+    // Forty minutes on, the team's hour ends in twenty.
+    assert!(fake.age(&id, 40 * 60));
+    match kind.renew(reference("a"), budget()).await {
+        Err(Failure {
+            error: Error::Invalid,
+            info: Some(info),
+        }) => assert_eq!(
+            (info.provider_id.as_deref(), info.state),
+            (Some(id.as_str()), LifecycleState::Running)
+        ),
+        other => panic!("a renewal that did not move the end: {other:?}"),
+    }
+    let timeouts = fake
+        .requests()
+        .iter()
+        .filter(|request| request.ends_with("/timeout"))
+        .count();
+    assert_eq!(timeouts, 2, "each renewal sent once");
+}
+
+/// envd refuses a command whose directory is missing before starting a
+/// process: HTTP 200 with the error in the end-of-stream message. That is
+/// a definite answer (`invalid`), not an unknown outcome, and nothing is
+/// resent.
+#[tokio::test]
+async fn a_command_envd_refuses_before_starting_is_invalid_and_sent_once() {
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
+    world.created("a").await;
+    let starts = || {
+        fake.requests()
+            .iter()
+            .filter(|request| request.ends_with("/process.Process/Start"))
+            .count()
+    };
+    let before = starts();
+    let mut elsewhere = command(&["echo", "never"], None);
+    elsewhere.directory = Some("/no/such/directory".into());
+    assert_eq!(
+        kind.run_command(reference("a"), elsewhere, budget()).await,
+        Err(Error::Invalid)
+    );
+    assert_eq!(starts() - before, 1);
+    let mut home = command(&["echo", "here"], None);
+    home.directory = Some("/home/runtime".into());
+    let ran = kind
+        .run_command(reference("a"), home, budget())
+        .await
+        .expect("ran");
+    assert_eq!(ran.stdout, b"here\n");
+}
+
+/// The fake bounds what E2B bounds, with E2B's answers, and never drops a
+/// connection on a bad parameter: list limits 1..=100, paging tokens of
+/// its own making, at most 100 metric ids; set-timeout on a paused sandbox
+/// is 404; envd's files need the sandbox's token.
+#[tokio::test]
+async fn the_fake_bounds_its_parameters_as_e2b_does() {
+    let world = World::start().await;
+    let fake = &world.fake;
+    let id = world.created("a").await;
+    let certificate = reqwest::Certificate::from_pem(fake.ca_pem().as_bytes()).expect("CA");
+    let client = reqwest::Client::builder()
+        .tls_certs_only([certificate])
+        .resolve(&format!("api.{}", e2b_api::DOMAIN), fake.address())
+        .resolve(&format!("49983-{id}.{}", e2b_api::DOMAIN), fake.address())
+        .build()
+        .expect("client");
+    let status = |method: reqwest::Method, url: String| {
+        let request = client
+            .request(method, url)
+            .header("x-api-key", e2b_api::API_KEY)
+            .header("content-type", "application/json")
+            .body(r#"{"timeout":60}"#);
+        async move { request.send().await.expect("answered").status().as_u16() }
+    };
+    let api = e2b_api::API_URL;
+    for (query, expected) in [
+        ("limit=0", 400),
+        ("limit=101", 400),
+        ("limit=x", 400),
+        ("limit=1", 200),
+        ("nextToken=not-a-token", 400),
+    ] {
+        let url = format!("{api}/v2/sandboxes?{query}");
+        assert_eq!(status(reqwest::Method::GET, url).await, expected, "{query}");
+    }
+    let many: Vec<String> = (0..101).map(|i| format!("i{i}")).collect();
+    let url = format!("{api}/sandboxes/metrics?sandbox_ids={}", many.join(","));
+    assert_eq!(status(reqwest::Method::GET, url).await, 400);
+    assert!(fake.set_state(&id, "paused"));
+    let url = format!("{api}/sandboxes/{id}/timeout");
+    assert_eq!(status(reqwest::Method::POST, url).await, 404, "paused");
+    assert!(fake.set_state(&id, "running"));
+    let files = format!(
+        "https://49983-{id}.{}/files?path={}",
+        e2b_api::DOMAIN,
+        e2b_api::READY_RECORD
+    );
+    let without = client.get(&files).send().await.expect("answered");
+    assert_eq!(without.status().as_u16(), 401, "no token");
 }

@@ -93,7 +93,12 @@ pub struct Sandbox {
     /// Ownership metadata.
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
-    /// The domain its traffic goes to (detail only).
+    /// RFC 3339 end: when E2B ends it (its lease, at most the team's
+    /// maximum sandbox length from its start).
+    #[serde(default)]
+    pub end_at: Option<String>,
+    /// The domain its traffic goes to (detail only; often null: then the
+    /// configured domain).
     #[serde(default)]
     pub domain: Option<String>,
     /// envd's token (detail only).
@@ -149,6 +154,12 @@ pub struct Build {
 #[derive(Deserialize)]
 struct WithBuilds {
     builds: Vec<Build>,
+}
+
+#[derive(Deserialize)]
+struct Alias {
+    #[serde(rename = "templateID")]
+    template_id: String,
 }
 
 #[derive(Deserialize)]
@@ -212,7 +223,8 @@ impl Api {
         Ok(http::send(request)?.status)
     }
 
-    /// `POST /sandboxes`.
+    /// `POST /sandboxes` from `template`, `<template>:<build UUID>`: E2B
+    /// resolves a build id given as the tag to exactly that build.
     pub fn create(
         &self,
         template: &str,
@@ -253,8 +265,13 @@ impl Api {
     }
 
     /// Every page of a paged list: `path` is the first page's path (with
-    /// its query), each next page adds E2B's `nextToken`.
-    fn pages<T: DeserializeOwned>(&self, path: &str) -> Result<Vec<T>, Failed> {
+    /// its query), each next page adds E2B's `nextToken`; `items` takes a
+    /// page's items out of its body.
+    fn pages<P: DeserializeOwned, T>(
+        &self,
+        path: &str,
+        items: impl Fn(P) -> Vec<T>,
+    ) -> Result<Vec<T>, Failed> {
         let mut all = Vec::new();
         let mut token: Option<String> = None;
         // Bounded: a caller never needs more than a few pages.
@@ -263,9 +280,8 @@ impl Api {
                 Some(token) => format!("{path}&nextToken={}", encode(token)),
                 None => path.to_string(),
             };
-            let (page, headers): (Vec<T>, _) =
-                self.json(&self.request(Method::Get, &page_path), 200)?;
-            all.extend(page);
+            let (page, headers): (P, _) = self.json(&self.request(Method::Get, &page_path), 200)?;
+            all.extend(items(page));
             token = headers
                 .into_iter()
                 .find(|(name, _)| name.eq_ignore_ascii_case("x-next-token"))
@@ -281,10 +297,11 @@ impl Api {
     /// `GET /v2/sandboxes` of running and paused sandboxes whose metadata
     /// holds all of `pairs`, every page.
     pub fn list(&self, pairs: &[(&str, &str)]) -> Result<Vec<Sandbox>, Failed> {
-        self.pages(&format!(
+        let path = format!(
             "/v2/sandboxes?state=running,paused&limit=100&metadata={}",
             metadata_filter(pairs)
-        ))
+        );
+        self.pages(&path, |page: Vec<Sandbox>| page)
     }
 
     /// `POST /sandboxes/{id}/timeout`: the lease from now.
@@ -312,14 +329,23 @@ impl Api {
 
     /// `GET /v2/templates`, every page.
     pub fn templates(&self) -> Result<Vec<Template>, Failed> {
-        self.pages("/v2/templates?limit=100")
+        self.pages("/v2/templates?limit=100", |page: Vec<Template>| page)
     }
 
-    /// `GET /templates/{id}`: the template's builds (first page).
-    pub fn builds(&self, template: &str) -> Result<Vec<Build>, Failed> {
-        let path = format!("/templates/{}", encode(template));
-        let (with, _): (WithBuilds, _) = self.json(&self.request(Method::Get, &path), 200)?;
-        Ok(with.builds)
+    /// `GET /templates/{id}`: every build of the template `id` (E2B looks
+    /// it up by id only: an alias is 404; another team's is 403).
+    pub fn builds(&self, id: &str) -> Result<Vec<Build>, Failed> {
+        let path = format!("/templates/{}?limit=100", encode(id));
+        self.pages(&path, |page: WithBuilds| page.builds)
+    }
+
+    /// `GET /templates/aliases/{name}`: the id of the template `name` (an
+    /// alias, `namespace/alias`, or the id itself) names. 403 when it is
+    /// another team's, 404 when it is nobody's.
+    pub fn template_id(&self, name: &str) -> Result<String, Failed> {
+        let path = format!("/templates/aliases/{}", encode(name));
+        let (alias, _): (Alias, _) = self.json(&self.request(Method::Get, &path), 200)?;
+        Ok(alias.template_id)
     }
 }
 

@@ -36,9 +36,11 @@ pub struct Ran {
 /// Why a command has no result.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RunError {
-    /// Nothing ran (the request was never sent, or envd refused it before
-    /// starting a process).
+    /// Nothing ran: the request was never sent.
     NotStarted,
+    /// envd answered that it refused the command before starting a
+    /// process (an unknown user, a missing directory): nothing ran.
+    Refused,
     /// It may have run, in part or whole: the outcome is unknown.
     Unknown,
 }
@@ -57,7 +59,14 @@ fn envelope(message: &Value) -> Vec<u8> {
 struct Envelopes {
     streaming: Streaming,
     buffered: Vec<u8>,
+    /// A message has arrived (the `start` event comes first).
+    started: bool,
 }
+
+/// Connect codes envd ends a `Start` with when it refused before starting
+/// a process (its checks of the user, the directory and the deadline).
+const REFUSED_BEFORE_START: [&str; 3] =
+    ["invalid_argument", "unauthenticated", "permission_denied"];
 
 impl Envelopes {
     /// The next message, `None` at the end-of-stream envelope (an error in
@@ -80,11 +89,23 @@ impl Envelopes {
                     let value: Value =
                         serde_json::from_slice(&message).map_err(|_| RunError::Unknown)?;
                     if flags & 0x02 != 0 {
+                        // An error before any message: envd refused (HTTP
+                        // 200, Connect streaming); after one, unknown.
+                        let code = value["error"]["code"].as_str();
                         return match value.get("error") {
                             None => Ok(None),
+                            Some(_)
+                                if !self.started
+                                    && code.is_some_and(|code| {
+                                        REFUSED_BEFORE_START.contains(&code)
+                                    }) =>
+                            {
+                                Err(RunError::Refused)
+                            }
                             Some(_) => Err(RunError::Unknown),
                         };
                     }
+                    self.started = true;
                     return Ok(Some(value));
                 }
             }
@@ -175,6 +196,7 @@ impl Envd {
         let mut events = Envelopes {
             streaming,
             buffered: Vec::new(),
+            started: false,
         };
         let started = events.next()?.ok_or(RunError::Unknown)?;
         let pid = started["event"]["start"]["pid"]

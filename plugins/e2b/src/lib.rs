@@ -153,7 +153,8 @@ impl DiscoverConfiguration for E2bProvider {
 }
 
 oac_provider_sdk::export_provider!(E2bProvider {
-    requirements: { credential: Required, public_origin: NotRequired },
+    // The daemon runs in E2B's cloud and must reach Core.
+    requirements: { credential: Required, public_origin: Required },
     checkpoint: "e2b_has_no_exact_incarnations",
     observe: supported,
     observe_batch: supported,

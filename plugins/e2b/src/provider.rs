@@ -82,21 +82,35 @@ impl Call {
     }
 
     /// The sandbox is what this configuration makes: its template, its
-    /// resources, under its domain.
-    fn qualifies(&self, sandbox: &Sandbox, domain: &str) -> bool {
-        let template = &self.settings.selector.template;
-        let same_template =
-            &sandbox.template_id == template || sandbox.alias.as_ref() == Some(template);
-        same_template
-            && self
-                .settings
-                .cpu_count
-                .is_none_or(|cpus| sandbox.cpu_count == cpus)
+    /// resources, under its domain. A sandbox shows its template's id
+    /// (and one of its aliases, arbitrarily): a configured alias is
+    /// resolved to the id (a read) when the id is not what was configured.
+    fn qualifies(&self, sandbox: &Sandbox, domain: &str) -> Result<bool, Error> {
+        let resources = self
+            .settings
+            .cpu_count
+            .is_none_or(|cpus| sandbox.cpu_count == cpus)
             && self
                 .settings
                 .memory_mb
                 .is_none_or(|memory| sandbox.memory_mb == memory)
-            && oac_provider_sdk::endpoint::is_within(domain, &self.settings.domain)
+            && oac_provider_sdk::endpoint::is_within(domain, &self.settings.domain);
+        let template = &self.settings.selector.template;
+        if !resources || sandbox.template_id.eq_ignore_ascii_case(template) {
+            return Ok(resources);
+        }
+        let id = self
+            .api
+            .template_id(template)
+            .map_err(|_| Error::ComputeUnconfirmed)?;
+        Ok(sandbox.template_id.eq_ignore_ascii_case(&id))
+    }
+
+    /// `<template>:<build UUID>`: what Create asks E2B for, so a rebuilt
+    /// template's newer default build is never what an allocation gets.
+    fn pinned(&self) -> String {
+        let selector = &self.settings.selector;
+        format!("{}:{}", selector.template, selector.build)
     }
 
     /// The running and paused sandboxes labelled for `reference`.
@@ -306,10 +320,7 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         return Err(Error::ComputeUnconfirmed.into());
     }
     let metadata = call.ownership(&reference);
-    let created = match call
-        .api
-        .create(&call.settings.selector.template, &metadata, internet)
-    {
+    let created = match call.api.create(&call.pinned(), &metadata, internet) {
         Ok(created) => created,
         Err(Failed::Status(400 | 401 | 403 | 404 | 422 | 429)) => {
             // A definite rejection: nothing was made.
@@ -347,7 +358,7 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
     if !call.owns(&sandbox, &reference) {
         return Err(Error::Ownership.into());
     }
-    if !call.qualifies(&sandbox, &recorded.domain) {
+    if !call.qualifies(&sandbox, &recorded.domain)? {
         // Create ends at a sandbox it will not use; Kill removes it.
         let info = write(SETTLED, b"invalid").then(|| Info {
             create_settled: true,
@@ -375,9 +386,9 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         budget_ms(),
     ) {
         Ok(ran) if ran.exit_code == 0 => {}
-        // The init ran and refused: a definite end at a sandbox without
-        // its daemon (Kill removes it).
-        Ok(_) => {
+        // The init ran and refused, or envd refused to start it: a
+        // definite end at a sandbox without its daemon (Kill removes it).
+        Ok(_) | Err(RunError::Refused) => {
             let info = write(SETTLED, b"bootstrap_failed").then(|| Info {
                 create_settled: true,
                 bootstrap_complete: false,
@@ -449,15 +460,41 @@ pub fn renew(reference: Reference) -> Result<Info, Failure> {
         Ok(404) => return Err(Error::NotFound.into()),
         _ => return Err(Error::ComputeUnconfirmed.into()),
     }
-    match call.api.get(&recorded.id) {
-        Ok(Some(sandbox))
-            if call.owns(&sandbox, &reference) && call.qualifies(&sandbox, &recorded.domain) =>
-        {
-            Ok(info_of(&call, reference, &sandbox, &recorded, settled)?)
-        }
-        Ok(Some(_)) => Err(Error::Ownership.into()),
-        _ => Err(Error::ComputeUnconfirmed.into()),
+    let renewed = match call.api.get(&recorded.id) {
+        Ok(Some(renewed)) if call.owns(&renewed, &reference) => renewed,
+        Ok(Some(_)) => return Err(Error::Ownership.into()),
+        _ => return Err(Error::ComputeUnconfirmed.into()),
+    };
+    if !call.qualifies(&renewed, &recorded.domain)? {
+        return Err(Error::Ownership.into());
     }
+    let info = info_of(&call, reference, &renewed, &recorded, settled)?;
+    // E2B answers 204 also when the team's maximum sandbox length keeps
+    // the end where it was: the lease was not renewed.
+    if !lasts_a_lease(&renewed) {
+        return Err(Failure {
+            error: Error::Invalid,
+            info: Some(info),
+        });
+    }
+    Ok(info)
+}
+
+/// Slack for the clocks of E2B and this node.
+const CLOCK_SLACK_SECONDS: u64 = 300;
+
+/// Whether the sandbox's end is a whole lease from now (within the slack).
+fn lasts_a_lease(sandbox: &Sandbox) -> bool {
+    let Some(end) = sandbox
+        .end_at
+        .as_deref()
+        .and_then(|text| humantime::parse_rfc3339_weak(text).ok())
+    else {
+        return false;
+    };
+    let wanted = std::time::SystemTime::now()
+        + std::time::Duration::from_secs(u64::from(api::LEASE_SECONDS) - CLOCK_SLACK_SECONDS);
+    end >= wanted
 }
 
 pub fn kill(reference: Reference) -> Result<Info, Failure> {
@@ -530,6 +567,8 @@ pub fn run_command(reference: Reference, request: Command) -> Result<CommandResu
             exit_code: ran.exit_code,
         }),
         Err(RunError::NotStarted) => Err(Error::RuntimeNotRunning),
+        // envd refused the command (e.g. its directory is missing).
+        Err(RunError::Refused) => Err(Error::Invalid),
         Err(RunError::Unknown) => Err(Error::CommandUnconfirmed),
     }
 }
@@ -537,11 +576,12 @@ pub fn run_command(reference: Reference, request: Command) -> Result<CommandResu
 /// One observation: the sandbox's latest metrics.
 fn sample(sandbox: &Sandbox, metric: &api::Metric) -> Sample {
     Sample {
-        // E2B reports use as a ratio of capacity, not CPU time.
+        // E2B reports use as a ratio of capacity, never CPU time, which
+        // the contract's sample cannot mark absent.
         cpu_seconds: 0.0,
         memory_bytes: metric.mem_used,
         memory_limit_bytes: metric.mem_total,
-        cpus: f64::from(metric.cpu_count) * (metric.cpu_used_pct / 100.0).clamp(0.0, 1.0),
+        cpus: f64::from(metric.cpu_count),
         started_at: Some(sandbox.started_at.clone()),
     }
 }
@@ -597,23 +637,36 @@ pub fn discover_selection(candidate: String) -> Result<String, Error> {
     let api = Api {
         base: settings.api_url.clone(),
     };
-    let builds = api
-        .builds(&settings.selector.template)
-        .map_err(|_| Error::ObservationUnavailable)?;
+    // The alias resolved once, here: the discovered configuration names
+    // the template by its id, which is what sandboxes show.
+    let id = match api.template_id(&settings.selector.template) {
+        Ok(id) => id,
+        Err(Failed::Status(403 | 404)) => return Err(Error::Invalid),
+        Err(_) => return Err(Error::ObservationUnavailable),
+    };
+    let builds = api.builds(&id).map_err(|_| Error::ObservationUnavailable)?;
     let build = builds
         .iter()
         .find(|build| build.build_id == settings.selector.build && build.status == "ready")
         .ok_or(Error::Invalid)?;
     let mut public = settings.public.clone();
+    public.template = format!("{id}:{}", settings.selector.build);
     public.cpu_count = Some(public.cpu_count.unwrap_or(build.cpu_count));
     public.memory_mb = Some(public.memory_mb.unwrap_or(build.memory_mb));
     serde_json::to_string(&public).map_err(|_| Error::Invalid)
 }
 
-/// Credential verification: the candidate key reaches every owned sandbox
-/// of `references` (reads only).
+/// Credential verification: the candidate key is the team's that owns
+/// the configured template (another team's valid key reads it as 403, and
+/// would list none of the sandboxes) and reaches every owned sandbox of
+/// `references` (reads only).
 pub fn verify_credential(_candidate: String, references: Vec<Reference>) -> Result<(), Error> {
     let call = Call::new()?;
+    match call.api.template_id(&call.settings.selector.template) {
+        Ok(_) => {}
+        Err(Failed::Status(401 | 403 | 404)) => return Err(Error::Invalid),
+        Err(_) => return Err(Error::ObservationUnavailable),
+    }
     for reference in &references {
         let labelled = match call.labelled(reference) {
             Ok(labelled) => labelled,
