@@ -102,14 +102,30 @@ impl Kind {
     /// Replaces the kind's credential behind the call fence: new calls wait,
     /// calls in flight (also those whose caller left) run to their end
     /// untouched, then the credential changes and the waiting calls run
-    /// with it. Core verifies a candidate (`verify-credential`) first. A
-    /// credential that does not fit the kind's shape is `invalid` and
-    /// changes nothing.
+    /// with it. A credential that does not fit the kind's shape is
+    /// `invalid` and changes nothing; so is one a kind that verifies
+    /// credentials (`verify-credential` supported) does not verify, within
+    /// its default budget, against its configuration: a bad rotation never
+    /// locks Core out of live allocations. Verification that gives no
+    /// answer changes nothing either (its error is returned).
     pub async fn replace_credential(&self, credential: Option<String>) -> Result<(), Error> {
         if !self.fits(credential.as_deref())
             || (self.registration.mode == Mode::Nodes && credential.is_some())
         {
             return Err(Error::Invalid);
+        }
+        if let Some(candidate) = &credential
+            && self.declaration.supports(Operation::VerifyCredential)
+        {
+            use crate::provider::SandboxProvider as _;
+            let candidate = crate::types::Configuration {
+                public: self.capabilities.configuration.clone(),
+                credential: Some(candidate.clone()),
+            };
+            let budget = Budget::from_millis(self.registration.policy.default_budget_ms)
+                .unwrap_or(Budget::MAX);
+            self.verify_credential(candidate, Vec::new(), budget)
+                .await?;
         }
         let _exclusive = self.fence.write().await;
         self.capabilities.replace_credential(credential);

@@ -744,3 +744,21 @@ async fn the_fake_bounds_its_parameters_as_e2b_does() {
     let without = client.get(&files).send().await.expect("answered");
     assert_eq!(without.status().as_u16(), 401, "no token");
 }
+
+/// A credential replacement takes effect only once the kind verified the
+/// candidate: another team's valid key is refused and the kind keeps
+/// working with its own.
+#[tokio::test]
+async fn a_replacement_credential_is_verified_before_it_takes_effect() {
+    let world = World::start().await;
+    let kind = world.kind();
+    let other_team = json!({"api_key": e2b_api::FOREIGN_API_KEY}).to_string();
+    assert_eq!(
+        kind.replace_credential(Some(other_team)).await,
+        Err(Error::Invalid)
+    );
+    world.created("a").await;
+    let same = json!({"api_key": e2b_api::API_KEY}).to_string();
+    assert_eq!(kind.replace_credential(Some(same)).await, Ok(()));
+    assert!(kind.get_info(reference("a"), budget()).await.is_ok());
+}
