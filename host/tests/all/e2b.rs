@@ -500,20 +500,26 @@ async fn observation_discovery_and_verification_read_e2b() {
         format!("{}:{}", e2b_api::TEMPLATE_ID, e2b_api::BUILD),
         "the alias resolved to the template's id, once"
     );
-    let foreign = format!("{}:{}", e2b_api::FOREIGN_ALIAS, e2b_api::BUILD);
-    assert_eq!(
-        kind.discover_selection(candidate(&foreign, &key), budget())
-            .await,
-        Err(Error::Invalid),
-        "another team's template"
-    );
-    let building = format!("{}:{}", e2b_api::TEMPLATE, e2b_api::BUILDING);
-    assert_eq!(
-        kind.discover_selection(candidate(&building, &key), budget())
-            .await,
-        Err(Error::Invalid),
-        "a build that is not ready"
-    );
+    for (template, build, refused) in [
+        (
+            e2b_api::FOREIGN_ALIAS,
+            e2b_api::BUILD,
+            "another team's template",
+        ),
+        (
+            e2b_api::TEMPLATE,
+            e2b_api::BUILDING,
+            "a build that is not ready",
+        ),
+    ] {
+        let selector = format!("{template}:{build}");
+        assert_eq!(
+            kind.discover_selection(candidate(&selector, &key), budget())
+                .await,
+            Err(Error::Invalid),
+            "{refused}"
+        );
+    }
 
     let query = json!({"api_url": e2b_api::API_URL, "domain": e2b_api::DOMAIN}).to_string();
     let found = kind

@@ -28,6 +28,22 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Erro
     fetcher_info(allowed, None, json!({ "action": "http-get", "url": url })).await
 }
 
+/// The steerable kind `fetcher`, allowed `origin` and sending its
+/// credential there.
+fn fetcher(origin: &str) -> Registration {
+    Registration {
+        grants: Grants {
+            docker: false,
+            http_origins: vec![origin.to_string()],
+            credential_origins: vec![origin.to_string()],
+            receipts: false,
+            http_endpoint: None,
+        },
+        credential_fields: vec!["api_key".into(), "team".into()],
+        ..steerable("fetcher")
+    }
+}
+
 /// GetInfo of a steerable kind allowed `allowed`, holding `credential`,
 /// steered by `steering`.
 async fn fetcher_info(
@@ -35,20 +51,9 @@ async fn fetcher_info(
     credential: Option<&str>,
     steering: serde_json::Value,
 ) -> Result<sandbox_host::types::Info, Error> {
-    let registration = Registration {
-        grants: Grants {
-            docker: false,
-            http_origins: vec![allowed.to_string()],
-            credential_origins: vec![allowed.to_string()],
-            receipts: false,
-            http_endpoint: None,
-        },
-        credential_fields: vec!["api_key".into(), "team".into()],
-        ..steerable("fetcher")
-    };
     let mut binding = binding(None, steering);
     binding.credential = credential.map(Into::into);
-    let host = TestHost::one(registration, binding).loaded().await;
+    let host = TestHost::one(fetcher(allowed), binding).loaded().await;
     let allocation = Reference::new("t", "e", "a");
     host.kind("fetcher")
         .expect("a loaded kind")
@@ -344,22 +349,11 @@ async fn a_response_body_over_the_bound_is_too_large() {
 /// Create of a fetcher kind holding [`CREDENTIAL`], posting `body` to
 /// `origin/sink`: its outcome.
 async fn post(origin: &str, body: String) -> String {
-    let registration = Registration {
-        grants: Grants {
-            docker: false,
-            http_origins: vec![origin.to_string()],
-            credential_origins: vec![origin.to_string()],
-            receipts: false,
-            http_endpoint: None,
-        },
-        credential_fields: vec!["api_key".into(), "team".into()],
-        ..steerable("fetcher")
-    };
     let steering = json!({"action": "http-fetch", "method": "POST",
                           "url": format!("{origin}/sink"), "body": body});
     let mut binding = binding(None, steering);
     binding.credential = Some(CREDENTIAL.into());
-    let host = TestHost::one(registration, binding).loaded().await;
+    let host = TestHost::one(fetcher(origin), binding).loaded().await;
     let bootstrap = sandbox_host::types::Bootstrap {
         reference: Reference::new("t", "e", "a"),
         session_id: "s".into(),
