@@ -768,3 +768,27 @@ async fn a_replacement_credential_is_verified_before_it_takes_effect() {
     assert_eq!(kind.replace_credential(Some(same)).await, Ok(()));
     assert!(kind.get_info(reference("a"), budget()).await.is_ok());
 }
+
+/// A sandbox whose metrics E2B has not collected yet (absent from its
+/// answer) keeps its place in a batch answer: `observation-unavailable`
+/// there, never dropped, while the others are sampled.
+#[tokio::test]
+async fn a_sandbox_without_metrics_yet_is_unavailable_in_its_place() {
+    use sandbox_host::types::Target;
+    let world = World::start().await;
+    let (fake, kind) = (&world.fake, world.kind());
+    let first = world.created("a").await;
+    let second = world.created("b").await;
+    fake.withhold_metrics(&first);
+    let target = |allocation: &str, id: &str| Target {
+        reference: reference(allocation),
+        provider_id: Some(id.to_string()),
+    };
+    let batch = kind
+        .observe_batch(vec![target("a", &first), target("b", &second)], budget())
+        .await
+        .expect("a batch");
+    assert_eq!(batch.len(), 2);
+    assert_eq!(batch[0], Err(Error::ObservationUnavailable));
+    assert!(batch[1].is_ok(), "{batch:?}");
+}
