@@ -13,9 +13,9 @@
 //!   memory, and only on the kind's exact credential origins;
 //! - no credential the call holds goes anywhere else: a request whose URL,
 //!   headers or body carry one, in any obvious encoding
-//!   ([`oac_provider_api::secrets`]), is refused. A body of at most
+//!   ([`oac_provider_api::secrets`]), is refused. A body shorter than
 //!   [`MAX_WHOLE_REQUEST_BODY_BYTES`] is read whole, and checked, before
-//!   anything is sent; a larger one (a command's stdin may be 50 MiB)
+//!   anything is sent; a longer one (a command's stdin may be 50 MiB)
 //!   streams, checked as it goes with enough held back that no byte of a
 //!   credential leaves before the whole of it is seen, and is cut off
 //!   when one is found;
@@ -64,9 +64,9 @@ pub const MAX_OPEN_REQUESTS_PER_CALL: usize =
 pub const MAX_OPEN_REQUESTS_PER_KIND: usize =
     oac_provider_api::registry::DEFAULT_OPEN_REQUESTS_PER_KIND as usize;
 
-/// Largest request body read whole, and checked, before anything of its
-/// request is sent (so a refusal sends nothing): 1 MiB, more than any
-/// ordinary API request. A larger body streams.
+/// A request body shorter than this is read whole, and checked, before
+/// anything of its request is sent (so a refusal sends nothing): 1 MiB,
+/// more than any ordinary API request. A longer body streams.
 pub const MAX_WHOLE_REQUEST_BODY_BYTES: usize = 1 << 20;
 
 /// Request body bytes one call may hold in the host at once (bodies read
