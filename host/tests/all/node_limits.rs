@@ -145,16 +145,25 @@ async fn pipelined_refused_requests_hold_no_slot_and_a_client_with_the_token_is_
         .expect("served within 5 s");
     assert!(kinds.is_ok(), "{kinds:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
-    // Each refused connection got one refusal and was closed: the other 31
-    // requests it pipelined were never read.
+    // Each refused connection got at most one refusal and was closed: the
+    // other 31 requests it pipelined were never read. With every slot
+    // taken, the client with the token evicted the oldest unauthenticated
+    // connection, which under load may not have been answered yet: at
+    // most that one ends with no answer at all.
+    let mut unanswered = 0;
     for stream in &mut stalled {
         let answer = until_closed(stream, Duration::from_secs(5))
             .await
             .expect("the node closed the refused connection");
+        if answer.is_empty() {
+            unanswered += 1;
+            continue;
+        }
         assert_eq!(answer.matches("HTTP/1.1 ").count(), 1, "{answer}");
         assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
         assert!(answer.contains("connection: close"), "{answer}");
     }
+    assert!(unanswered <= 1, "{unanswered} closed unanswered");
     assert!(node.engine.recorded().is_empty(), "nothing ran natively");
     node.stop().await;
 }
