@@ -320,8 +320,10 @@ impl http_body::Body for Checked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, HttpError>>> {
         let this = &mut *self;
-        if this.cut_off.reason().is_some() {
-            return Poll::Ready(None);
+        // Once cut off, never a clean end: a chunked body ended here would
+        // reach the origin as a whole (shorter) request.
+        if let Some(cut) = this.cut_off.reason() {
+            return Poll::Ready(Some(Err(cut.error())));
         }
         while !this.ended && this.pending.len() < this.hold_back + SLICE_BYTES {
             match this.poll_read(cx) {
@@ -487,6 +489,29 @@ mod tests {
             }
         }
         assert_eq!(held.0.load(std::sync::atomic::Ordering::Acquire), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_off_never_ends_cleanly_when_polled_again() {
+        let secrets = Arc::new(Secrets::new([SECRET]));
+        let held = HeldBodies::default();
+        let frames = text(4 << 20, SECRET.as_bytes(), 3 << 20);
+        let mut body = Checked::new(written(frames), secrets, &held);
+        body.fill(MAX_WHOLE_REQUEST_BODY)
+            .await
+            .expect("first bytes");
+        loop {
+            match http_body_util::BodyExt::frame(&mut body).await {
+                Some(Ok(_)) => {}
+                Some(Err(error)) => {
+                    assert!(matches!(error, HttpError::HttpRequestDenied));
+                    break;
+                }
+                None => panic!("the body ended before its credential"),
+            }
+        }
+        let again = http_body_util::BodyExt::frame(&mut body).await;
+        assert!(matches!(again, Some(Err(HttpError::HttpRequestDenied))));
     }
 
     #[tokio::test]
