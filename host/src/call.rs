@@ -15,7 +15,7 @@ use crate::capability::{CallInput, SharedCapabilities};
 use crate::exports::{Exports, Prepared};
 use crate::state::CallState;
 use std::time::Instant;
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{CallHook, Store, Trap, UpdateDeadline};
 
 /// Why a call ended without the component's answer. Every case means the
 /// outcome is unknown: callers report it as unconfirmed, never as success.
@@ -113,6 +113,22 @@ pub(crate) async fn run<R>(
         } else {
             UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
+    });
+    // A host call that crossed a tick (a native request, a wait on a
+    // pollable) is no guest CPU: on its return the next tick counts from
+    // there. A shorter one masks nothing, so a guest cannot hide spinning
+    // behind many cheap calls, and the deadline is still checked within a
+    // tick of guest code.
+    let mut entered = Instant::now();
+    store.call_hook(move |mut context, hook| {
+        match hook {
+            CallHook::CallingHost => entered = Instant::now(),
+            CallHook::ReturningFromHost if entered.elapsed() >= crate::loader::EPOCH_TICK => {
+                context.set_epoch_deadline(1);
+            }
+            _ => {}
+        }
+        Ok(())
     });
     let in_flight = store.data().capabilities.call.in_flight.clone();
     let work = async {

@@ -150,6 +150,35 @@ async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
     assert!(answer.is_ok(), "waiting is no CPU: {answer:?}");
 }
 
+/// Many waits are no CPU either: 60 waits of 25 ms each cross at least
+/// two ticks, far more than a 300 ms CPU bound's 30, and none counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_waits_in_host_calls_spend_no_guest_cpu() {
+    let engine = FakeEngine::start().await;
+    let mut napper = steerable("napper");
+    napper.policy.max_guest_cpu_ms = 300;
+    let host = TestHost::one(
+        napper,
+        binding(
+            Some(engine.socket.clone()),
+            json!({ "action": "naps", "count": 60 }),
+        ),
+    )
+    .loaded()
+    .await;
+    let started = Instant::now();
+    let answer = host
+        .kind("napper")
+        .expect("a loaded kind")
+        .get_info(reference(), budget(60_000))
+        .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(1_500),
+        "it napped"
+    );
+    assert!(answer.is_ok(), "waiting is no CPU: {answer:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loop_does_not_block_other_calls() {
     let host = std::sync::Arc::new(host().await);

@@ -643,6 +643,13 @@ fn act(steering: &Steering, allocation: Reference) -> Result<Info, Error> {
             }
         }
         "panic" => panic!("steered to panic"),
+        "naps" => {
+            // `count` waits of 25 ms on the host's clock: no CPU at all.
+            for _ in 0..steering.count.unwrap_or(1) {
+                wasip2::clocks::monotonic_clock::subscribe_duration(25_000_000).block();
+            }
+            Ok(info(allocation, Some("napped".into())))
+        }
         "count" => {
             // Guest state: a fresh instance per call always answers 1.
             static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -888,7 +895,7 @@ fn observed(steering: &Steering, allocation: &Reference) -> Result<Sample, Error
         _ => docker_action(steering, allocation).unwrap_or(Ok(String::new())),
     };
     answer.map(|_| Sample {
-        cpu_seconds: 0.0,
+        cpu_seconds: None,
         memory_bytes: 0,
         memory_limit_bytes: 0,
         cpus: 0.0,
