@@ -156,21 +156,21 @@ mod tests {
         assert_eq!(
             contract_stamp(&module_with_custom_section(
                 "oac:contract-version",
-                b"0.4.0"
+                b"0.5.0"
             )),
             Ok(())
         );
         assert_eq!(
             contract_stamp(&module_with_custom_section(
                 "oac:contract-version",
-                b"0.3.0"
+                b"0.4.0"
             )),
             Err(DeclarationError::ContractVersion {
-                found: "0.3.0".into()
+                found: "0.4.0".into()
             })
         );
         assert_eq!(
-            contract_stamp(&module_with_custom_section("other", b"0.4.0")),
+            contract_stamp(&module_with_custom_section("other", b"0.5.0")),
             Err(DeclarationError::MissingStamp)
         );
     }

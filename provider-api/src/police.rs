@@ -8,7 +8,7 @@
 
 use crate::types::{
     CommandResult, Compute, ComputeState, ComputeStatus, Error, Failure, Info, LifecycleState,
-    Reference, ResumeRequest, SnapshotIdentity, SuspendRequest,
+    Reference, ResumeRequest, Sample, SnapshotIdentity, SuspendRequest,
 };
 use oac_contract::Operation;
 use oac_contract::bounds::MAX_OUTPUT_BYTES;
@@ -400,22 +400,43 @@ pub fn keeps_secrets_apart<'a>(
 
 /// Observations prove nothing either way: anything unknown is
 /// `observation-unavailable`.
-pub fn observation<T>(answer: Result<T, Error>) -> Result<T, Error> {
+/// An answer carrying figures that no observation can have (a NaN, an
+/// infinity, a negative CPU time) is no observation either.
+pub fn observation<T: Plausible>(answer: Result<T, Error>) -> Result<T, Error> {
     match answer {
         Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => {
             Err(Error::ObservationUnavailable)
         }
+        Ok(observed) if !observed.plausible() => Err(Error::ObservationUnavailable),
         other => other,
+    }
+}
+
+/// What an observation's figures must be to be believed.
+pub trait Plausible {
+    /// True when every figure is one the observed thing can have.
+    fn plausible(&self) -> bool;
+}
+
+impl Plausible for Sample {
+    /// Every figure finite and not negative; an absent CPU time is allowed
+    /// (the system reports none), a made-up one is not checked further.
+    fn plausible(&self) -> bool {
+        let count = |figure: f64| figure.is_finite() && figure >= 0.0;
+        self.cpu_seconds.is_none_or(count) && count(self.cpus)
     }
 }
 
 /// A batch observation must answer once per target, in order, and each
 /// target's answer is an observation like any other.
-pub fn batch<T>(
+pub fn batch<T: Plausible>(
     answer: Result<Vec<Result<T, Error>>, Error>,
     targets: usize,
 ) -> Result<Vec<Result<T, Error>>, Error> {
-    match observation(answer) {
+    match answer {
+        Err(Error::Unsupported(_) | Error::ComputeUnconfirmed) => {
+            Err(Error::ObservationUnavailable)
+        }
         Ok(samples) if samples.len() != targets => Err(Error::ObservationUnavailable),
         Ok(samples) => Ok(samples.into_iter().map(observation).collect()),
         other => other,
@@ -694,7 +715,7 @@ mod tests {
         );
         assert_eq!(command(Err(unsupported())), Err(Error::CommandUnconfirmed));
         assert_eq!(
-            observation::<()>(Err(unsupported())),
+            observation::<i32>(Err(unsupported())),
             Err(Error::ObservationUnavailable)
         );
         assert_eq!(
@@ -956,6 +977,47 @@ mod tests {
             ["{}", r#"{"key":"s3cret"}"#],
             &secrets
         ));
+    }
+
+    impl Plausible for i32 {
+        fn plausible(&self) -> bool {
+            *self >= 0
+        }
+    }
+
+    fn sample(cpu_seconds: Option<f64>, cpus: f64) -> Sample {
+        Sample {
+            cpu_seconds,
+            memory_bytes: 1,
+            memory_limit_bytes: 0,
+            cpus,
+            started_at: None,
+        }
+    }
+
+    #[test]
+    fn a_sample_with_impossible_figures_is_no_observation() {
+        for (cpu_seconds, cpus, believed) in [
+            (Some(1.5), 2.0, true),
+            (None, 2.0, true),
+            (Some(0.0), 0.0, true),
+            (Some(f64::NAN), 2.0, false),
+            (Some(-1.0), 2.0, false),
+            (Some(f64::INFINITY), 2.0, false),
+            (None, f64::NAN, false),
+            (None, -2.0, false),
+        ] {
+            let answer = observation(Ok(sample(cpu_seconds, cpus)));
+            assert_eq!(
+                answer.is_ok(),
+                believed,
+                "cpu {cpu_seconds:?}, cpus {cpus}: {answer:?}"
+            );
+        }
+        assert_eq!(
+            batch(Ok(vec![Ok(sample(Some(-1.0), 1.0))]), 1),
+            Ok(vec![Err(Error::ObservationUnavailable)])
+        );
     }
 
     #[test]

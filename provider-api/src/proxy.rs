@@ -401,13 +401,10 @@ impl SandboxProvider for RemoteProvider {
     async fn observe(&self, target: Target, budget: Budget) -> Result<Sample, Error> {
         let answer = self.checked(Call::Observe(target), budget).await?;
         let unavailable = Error::ObservationUnavailable;
-        match expect(answer, unavailable.clone(), |value| match value {
+        police::observation(expect(answer, unavailable, |value| match value {
             Value::Sample(sample) => Some(sample),
             _ => None,
-        }) {
-            Err(Error::ComputeUnconfirmed) => Err(unavailable),
-            other => other,
-        }
+        }))
     }
 
     async fn observe_batch(

@@ -221,8 +221,13 @@ pub struct Target {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sample {
-    /// CPU time used.
-    pub cpu_seconds: f64,
+    /// CPU time used, seconds; `None` when the system does not report it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub cpu_seconds: Option<f64>,
     /// Memory in use.
     pub memory_bytes: u64,
     /// Memory limit.

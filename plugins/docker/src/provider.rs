@@ -248,7 +248,7 @@ fn observe(of: Target) -> Result<Sample, Error> {
     let stats =
         docker::container_stats(&container.id).map_err(|_| Error::ObservationUnavailable)?;
     Ok(Sample {
-        cpu_seconds: stats.cpu_total_ns as f64 / 1e9,
+        cpu_seconds: Some(stats.cpu_total_ns as f64 / 1e9),
         memory_bytes: stats.memory_usage_bytes,
         memory_limit_bytes: stats.memory_limit_bytes,
         cpus: container.nano_cpus as f64 / 1e9,

@@ -576,9 +576,8 @@ pub fn run_command(reference: Reference, request: Command) -> Result<CommandResu
 /// One observation: the sandbox's latest metrics.
 fn sample(sandbox: &Sandbox, metric: &api::Metric) -> Sample {
     Sample {
-        // E2B reports use as a ratio of capacity, never CPU time, which
-        // the contract's sample cannot mark absent.
-        cpu_seconds: 0.0,
+        // E2B reports CPU use as a percentage, never as time.
+        cpu_seconds: None,
         memory_bytes: metric.mem_used,
         memory_limit_bytes: metric.mem_total,
         cpus: f64::from(metric.cpu_count),
