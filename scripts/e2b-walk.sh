@@ -6,7 +6,9 @@
 # exits non-zero at the first unexpected answer.
 #
 #   scripts/e2b-walk.sh           against the fake E2B (REST API and envd
-#                                 over TLS); CI runs this
+#                                 over TLS; its sandbox a container on the
+#                                 engine OAC_DOCKER_SOCKET names, if set);
+#                                 CI runs this
 #   E2B_API_KEY=e2b_… E2B_TEMPLATE=<template>:<build UUID> \
 #   scripts/e2b-walk.sh --real    against E2B itself: one billed sandbox,
 #                                 killed at the end

@@ -258,8 +258,20 @@ async fn an_http_adapter_replaying_create_is_caught() {
     );
 }
 
-/// The suite against an E2B build (`e2b.wasm` or a mutant) and the fake E2B.
+/// The suite against an E2B build (`e2b.wasm` or a mutant) and the fake E2B,
+/// whose sandboxes are containers on the engine `OAC_DOCKER_SOCKET` names
+/// (the fake's process inherits it); without one, commands are simulated.
 async fn e2b_suite(name: &str) -> Report {
+    match std::env::var_os("OAC_DOCKER_SOCKET") {
+        Some(_) => {}
+        None if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("OAC_REQUIRE_DOCKER=1 but OAC_DOCKER_SOCKET is not set")
+        }
+        None => eprintln!(
+            "the E2B suite runs against simulated commands: no Docker Engine (set \
+             OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)"
+        ),
+    }
     let target = Target {
         component: component(name),
         // Receipts are fsync'd: a Create commits four times, which takes

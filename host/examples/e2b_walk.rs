@@ -51,7 +51,20 @@ async fn target(real: bool) -> Result<Target> {
             _fake: None,
         });
     }
-    let fake = FakeE2b::start().await.context("starting the fake E2B")?;
+    // On the engine `OAC_DOCKER_SOCKET` names the sandbox is a container
+    // and the commands run for real; without one they are simulated.
+    let fake = match std::env::var("OAC_DOCKER_SOCKET") {
+        Ok(socket) => {
+            println!("the fake E2B runs its sandboxes on the engine at {socket}");
+            FakeE2b::start_backed(&socket)
+                .await
+                .context("starting the fake E2B on the engine")?
+        }
+        Err(_) => {
+            println!("the fake E2B simulates commands (OAC_DOCKER_SOCKET is not set)");
+            FakeE2b::start().await.context("starting the fake E2B")?
+        }
+    };
     Ok(Target {
         api_url: e2b_api::API_URL.into(),
         domain: e2b_api::DOMAIN.into(),

@@ -3,6 +3,10 @@
 //! announcement (origin, control origin, test network) as one JSON line and
 //! serves until its stdin closes (or, with `--until-killed`, until it is
 //! interrupted or terminated).
+//!
+//! The fake E2B runs each sandbox as a container on the Docker Engine that
+//! `--engine-socket` (or `OAC_DOCKER_SOCKET`) names, and simulates commands
+//! without one.
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
@@ -22,6 +26,11 @@ struct Cli {
     /// fake started in the background of a shell).
     #[arg(long)]
     until_killed: bool,
+    /// The Docker Engine the fake E2B's sandboxes run on as containers
+    /// (default: `OAC_DOCKER_SOCKET`; without either, commands are
+    /// simulated).
+    #[arg(long)]
+    engine_socket: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -40,9 +49,24 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     let (fake, origin, tls): (Arc<dyn Controlled>, Option<String>, Option<Tls>) = match cli.fake {
         Fake::E2b => {
-            let fake = e2b_api::FakeE2b::start()
-                .await
-                .context("starting the fake E2B")?;
+            let socket = cli
+                .engine_socket
+                .clone()
+                .or_else(|| std::env::var("OAC_DOCKER_SOCKET").ok());
+            let fake = match socket {
+                Some(socket) => e2b_api::FakeE2b::start_backed(&socket)
+                    .await
+                    .with_context(|| format!("starting the fake E2B on the engine at {socket}"))?,
+                None => {
+                    eprintln!(
+                        "oac-fake: the fake E2B simulates commands (no --engine-socket or \
+                         OAC_DOCKER_SOCKET)"
+                    );
+                    e2b_api::FakeE2b::start()
+                        .await
+                        .context("starting the fake E2B")?
+                }
+            };
             let tls = Tls {
                 address: fake.address().to_string(),
                 ca_pem: fake.ca_pem().to_string(),

@@ -60,7 +60,22 @@ struct World {
 
 impl World {
     async fn start() -> Self {
-        let fake = FakeE2b::start().await.expect("fake E2B");
+        Self::around(FakeE2b::start().await.expect("fake E2B")).await
+    }
+
+    /// With the fake's sandboxes as containers on the test engine, when
+    /// there is one (commands then run for real).
+    async fn on_engine(test: &str) -> Self {
+        let fake = match crate::support::engine_socket(test) {
+            Some(socket) => FakeE2b::start_backed(socket.to_str().expect("UTF-8 socket path"))
+                .await
+                .expect("fake E2B on the engine"),
+            None => FakeE2b::start().await.expect("fake E2B"),
+        };
+        Self::around(fake).await
+    }
+
+    async fn around(fake: FakeE2b) -> Self {
         let state = tempfile::tempdir().expect("tempdir");
         let store = ReceiptStore::open(state.path()).expect("store");
         let host = load(&fake, &store).await;
@@ -120,7 +135,8 @@ fn posts(fake: &FakeE2b) -> usize {
 
 #[tokio::test]
 async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
-    let world = World::start().await;
+    // Without an engine this runs on simulated commands (and says so).
+    let world = World::on_engine("e2b lifecycle on containers").await;
     let (fake, kind) = (&world.fake, world.kind());
 
     let created = kind
@@ -157,7 +173,10 @@ async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
         .map(|(key, value)| (key.to_string(), value.to_string()))
         .collect()
     );
-    let file = &sandbox.files[e2b_api::BOOTSTRAP_FILE];
+    let file = fake
+        .file(&id, e2b_api::BOOTSTRAP_FILE)
+        .await
+        .expect("the bootstrap file");
     assert_eq!((file.mode, file.uid), (0o600, 1000));
     let record: serde_json::Value = serde_json::from_slice(&file.bytes).expect("JSON record");
     assert_eq!(record["daemon_credential"], CANARY);
@@ -459,6 +478,7 @@ async fn observation_discovery_and_verification_read_e2b() {
     let sample = kind.observe(target("a"), budget()).await.expect("a sample");
     assert_eq!(sample.memory_limit_bytes, 1024 << 20);
     assert_eq!(sample.cpus, 2.0, "capacity, not use");
+    assert_eq!(sample.cpu_seconds, None, "E2B reports no CPU time");
     assert!(sample.started_at.is_some());
     let batch = kind
         .observe_batch(vec![target("a"), target("b"), target("a")], budget())
