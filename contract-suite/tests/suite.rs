@@ -258,10 +258,10 @@ async fn an_http_adapter_replaying_create_is_caught() {
     );
 }
 
-/// The suite against an E2B build (`e2b.wasm` or a mutant) and the fake E2B,
-/// whose sandboxes are containers on the engine `OAC_DOCKER_SOCKET` names
-/// (the fake's process inherits it); without one, commands are simulated.
-async fn e2b_suite(name: &str) -> Report {
+/// The suite against the E2B adapter and the fake E2B, whose sandboxes are
+/// containers on the engine `OAC_DOCKER_SOCKET` names (the fake's process
+/// inherits it); without one, commands are simulated.
+async fn e2b_suite() -> Report {
     match std::env::var_os("OAC_DOCKER_SOCKET") {
         Some(_) => {}
         None if std::env::var("OAC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
@@ -272,12 +272,27 @@ async fn e2b_suite(name: &str) -> Report {
              OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)"
         ),
     }
+    e2b_run("e2b.wasm", http_profile("e2b.json", "e2b")).await
+}
+
+/// The suite against an E2B mutant and the fake E2B with simulated
+/// commands: each mutant breaks a receipt or fault rule, which no command
+/// decides, and containers would only add minutes.
+async fn e2b_mutant_suite(name: &str) -> Report {
+    let mut profile = http_profile("e2b.json", "e2b");
+    if let FakeSource::Command { command } = &mut profile.fake {
+        command.push("--simulate".into());
+    }
+    e2b_run(name, profile).await
+}
+
+async fn e2b_run(name: &str, profile: HttpProfile) -> Report {
     let target = Target {
         component: component(name),
         // Receipts are fsync'd: a Create commits four times, which takes
         // seconds on a disk still writing back a build.
         budget_ms: 5_000,
-        tier: Tier::Http(Box::new(http_profile("e2b.json", "e2b"))),
+        tier: Tier::Http(Box::new(profile)),
     };
     contract_suite::run(&target, false)
         .await
@@ -286,7 +301,7 @@ async fn e2b_suite(name: &str) -> Report {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_e2b_adapter_passes_every_case() {
-    let report = e2b_suite("e2b.wasm").await;
+    let report = e2b_suite().await;
     assert!(
         report.cases.len() >= 126,
         "only {} cases",
@@ -297,7 +312,7 @@ async fn the_e2b_adapter_passes_every_case() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
-    let report = e2b_suite("mutant-e2b-replay-create.wasm").await;
+    let report = e2b_mutant_suite("mutant-e2b-replay-create.wasm").await;
     assert_failed(
         &report,
         "replay-create",
@@ -308,7 +323,7 @@ async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_kill_without_terminal_proof_is_caught() {
-    let report = e2b_suite("mutant-e2b-kill-without-proof.wasm").await;
+    let report = e2b_mutant_suite("mutant-e2b-kill-without-proof.wasm").await;
     assert_failed(
         &report,
         "kill-without-proof",
@@ -322,7 +337,7 @@ async fn an_e2b_kill_without_terminal_proof_is_caught() {
 /// sequence would stop); only the legitimate sequence itself shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_mutation_sent_twice_is_caught() {
-    let report = e2b_suite("mutant-e2b-mutate-twice.wasm").await;
+    let report = e2b_mutant_suite("mutant-e2b-mutate-twice.wasm").await;
     assert_failed(
         &report,
         "mutate-twice",

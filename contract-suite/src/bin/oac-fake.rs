@@ -29,8 +29,12 @@ struct Cli {
     /// The Docker Engine the fake E2B's sandboxes run on as containers
     /// (default: `OAC_DOCKER_SOCKET`; without either, commands are
     /// simulated).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "simulate")]
     engine_socket: Option<String>,
+    /// The fake E2B simulates commands even when `OAC_DOCKER_SOCKET` is set
+    /// (for runs that judge no command, faster).
+    #[arg(long)]
+    simulate: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,16 +56,19 @@ async fn main() -> Result<()> {
             let socket = cli
                 .engine_socket
                 .clone()
-                .or_else(|| std::env::var("OAC_DOCKER_SOCKET").ok());
+                .or_else(|| std::env::var("OAC_DOCKER_SOCKET").ok())
+                .filter(|_| !cli.simulate);
             let fake = match socket {
                 Some(socket) => e2b_api::FakeE2b::start_backed(&socket)
                     .await
                     .with_context(|| format!("starting the fake E2B on the engine at {socket}"))?,
                 None => {
-                    eprintln!(
-                        "oac-fake: the fake E2B simulates commands (no --engine-socket or \
-                         OAC_DOCKER_SOCKET)"
-                    );
+                    if !cli.simulate {
+                        eprintln!(
+                            "oac-fake: the fake E2B simulates commands (no --engine-socket or \
+                             OAC_DOCKER_SOCKET)"
+                        );
+                    }
                     e2b_api::FakeE2b::start()
                         .await
                         .context("starting the fake E2B")?
