@@ -1,12 +1,159 @@
 //! The suite against the real Docker adapter (every case holds) and against
 //! each mutant (the expected clause fails). Components come from
 //! `cargo xtask build-plugins` (`target/plugins`).
+//!
+//! Each test runs in a process of its own ([`main`], a harness of its own):
+//! a suite run reads the log its process captured, so runs in one process
+//! take turns, and most of a run is waiting (budgets that must run out,
+//! fsync'd receipts), which other runs can use.
 
 use contract_suite::cases::Clause;
 use contract_suite::harness::FAKE_SECCOMP_PROFILE;
 use contract_suite::profile::{FakeSource, HttpProfile};
 use contract_suite::{DockerTier, Report, Target, Tier};
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+
+/// Names the test a child process runs (see [`main`]).
+const CHILD: &str = "OAC_SUITE_TEST_CHILD";
+
+/// How many tests run at once unless `--test-threads` says otherwise: a
+/// suite run spends most of its time waiting.
+const AT_ONCE: usize = 4;
+
+/// A test's body.
+type Body = fn() -> Pin<Box<dyn Future<Output = ()>>>;
+
+/// Each test, by name.
+const TESTS: &[(&str, Body)] = &[
+    ("the_docker_adapter_passes_every_case", || {
+        Box::pin(the_docker_adapter_passes_every_case())
+    }),
+    ("a_create_replayed_after_a_lost_response_is_caught", || {
+        Box::pin(a_create_replayed_after_a_lost_response_is_caught())
+    }),
+    ("deleting_on_foreign_labels_is_caught", || {
+        Box::pin(deleting_on_foreign_labels_is_caught())
+    }),
+    ("an_invented_settlement_is_caught", || {
+        Box::pin(an_invented_settlement_is_caught())
+    }),
+    ("native_io_before_unsupported_is_caught", || {
+        Box::pin(native_io_before_unsupported_is_caught())
+    }),
+    ("a_leaked_secret_is_caught", || {
+        Box::pin(a_leaked_secret_is_caught())
+    }),
+    ("settlement_claimed_by_an_observation_is_caught", || {
+        Box::pin(settlement_claimed_by_an_observation_is_caught())
+    }),
+    ("leak_cases_do_not_hold_when_nothing_was_created", || {
+        Box::pin(leak_cases_do_not_hold_when_nothing_was_created())
+    }),
+    (
+        "the_checkpoint_clause_holds_for_a_checkpointing_adapter",
+        || Box::pin(the_checkpoint_clause_holds_for_a_checkpointing_adapter()),
+    ),
+    ("a_cold_start_in_resume_compute_is_caught", || {
+        Box::pin(a_cold_start_in_resume_compute_is_caught())
+    }),
+    ("a_capture_claiming_another_operation_is_caught", || {
+        Box::pin(a_capture_claiming_another_operation_is_caught())
+    }),
+    ("the_fault_matrix_runs_against_an_http_adapter", || {
+        Box::pin(the_fault_matrix_runs_against_an_http_adapter())
+    }),
+    ("an_http_adapter_replaying_create_is_caught", || {
+        Box::pin(an_http_adapter_replaying_create_is_caught())
+    }),
+    ("the_e2b_adapter_passes_every_case", || {
+        Box::pin(the_e2b_adapter_passes_every_case())
+    }),
+    (
+        "an_e2b_create_replayed_after_an_unknown_outcome_is_caught",
+        || Box::pin(an_e2b_create_replayed_after_an_unknown_outcome_is_caught()),
+    ),
+    ("an_e2b_kill_without_terminal_proof_is_caught", || {
+        Box::pin(an_e2b_kill_without_terminal_proof_is_caught())
+    }),
+    ("an_e2b_mutation_sent_twice_is_caught", || {
+        Box::pin(an_e2b_mutation_sent_twice_is_caught())
+    }),
+    ("each_broken_declaration_fails_the_rule_it_breaks", || {
+        Box::pin(each_broken_declaration_fails_the_rule_it_breaks())
+    }),
+    ("an_observation_that_writes_is_caught", || {
+        Box::pin(an_observation_that_writes_is_caught())
+    }),
+    ("the_example_adapter_passes_every_clause", || {
+        Box::pin(the_example_adapter_passes_every_clause())
+    }),
+    ("the_example_replaying_create_is_caught", || {
+        Box::pin(the_example_replaying_create_is_caught())
+    }),
+    ("the_example_killing_without_proof_is_caught", || {
+        Box::pin(the_example_killing_without_proof_is_caught())
+    }),
+    ("the_example_deleting_a_foreign_box_is_caught", || {
+        Box::pin(the_example_deleting_a_foreign_box_is_caught())
+    }),
+    ("the_example_leaking_the_credential_is_caught", || {
+        Box::pin(the_example_leaking_the_credential_is_caught())
+    }),
+    ("the_example_deleting_twice_is_caught", || {
+        Box::pin(the_example_deleting_twice_is_caught())
+    }),
+    ("every_builtin_kind_has_a_suite_profile", || {
+        Box::pin(every_builtin_kind_has_a_suite_profile())
+    }),
+];
+
+/// The test harness. Run as a child (`CHILD` names a test), runs that
+/// test's body on a runtime of its own; otherwise runs each test as such a
+/// child of this binary, [`AT_ONCE`] at a time, and takes its output and
+/// outcome.
+fn main() {
+    if let Some(name) = std::env::var_os(CHILD) {
+        let test = TESTS
+            .iter()
+            .find(|(test, _)| *test == name)
+            .map(|(_, test)| test)
+            .expect("the child's test exists");
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(test());
+        return;
+    }
+    let mut arguments = libtest_mimic::Arguments::from_args();
+    arguments.test_threads.get_or_insert(AT_ONCE);
+    let trials = TESTS
+        .iter()
+        .map(|(name, _)| libtest_mimic::Trial::test(*name, move || in_own_process(name)))
+        .collect();
+    libtest_mimic::run(&arguments, trials).exit();
+}
+
+/// Runs the test `name` in a child process: this binary again, whose output
+/// becomes the test's.
+fn in_own_process(name: &str) -> Result<(), libtest_mimic::Failed> {
+    let output = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .env(CHILD, name)
+        .output()
+        .map_err(|error| format!("the test binary did not run: {error}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+    .into())
+}
 
 fn component(name: &str) -> PathBuf {
     std::env::var_os("OAC_PLUGIN_DIR")
@@ -15,7 +162,14 @@ fn component(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The whole suite against a Docker-tier component and the fake engine.
 async fn suite(name: &str) -> Report {
+    suite_clauses(name, &Clause::ALL).await
+}
+
+/// `clauses` of the suite against a Docker-tier component and the fake
+/// engine.
+async fn suite_clauses(name: &str, clauses: &[Clause]) -> Report {
     let configuration = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
     )
@@ -29,7 +183,7 @@ async fn suite(name: &str) -> Report {
             seccomp_profile: FAKE_SECCOMP_PROFILE.into(),
         }),
     };
-    contract_suite::run(&target, false)
+    contract_suite::run_clauses(&target, clauses, false)
         .await
         .expect("suite runs")
 }
@@ -38,7 +192,6 @@ fn failed_ids(report: &Report) -> Vec<String> {
     report.failures().map(|case| case.id.clone()).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_docker_adapter_passes_every_case() {
     let report = suite("docker.wasm").await;
     assert!(
@@ -63,20 +216,29 @@ fn assert_failed(report: &Report, name: &str, ids: &[&str], only: bool) {
     }
 }
 
-async fn assert_caught(mutant: &str, ids: &[&str], only: bool) {
-    let report = suite(&format!("mutant-{mutant}.wasm")).await;
+/// Runs `clauses` against the Docker mutant `mutant` and asserts that each
+/// of `ids` failed; with `only`, that nothing else did. A mutant whose
+/// cases judge one clause runs only that clause; `only` over every clause
+/// takes the whole suite.
+async fn assert_caught(mutant: &str, clauses: &[Clause], ids: &[&str], only: bool) {
+    let report = suite_clauses(&format!("mutant-{mutant}.wasm"), clauses).await;
     assert_failed(&report, mutant, ids, only);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_create_replayed_after_a_lost_response_is_caught() {
-    assert_caught("retry-create", &["failure.create.lost-response.1"], false).await;
+    assert_caught(
+        "retry-create",
+        &[Clause::FailureMatrix],
+        &["failure.create.lost-response.1"],
+        false,
+    )
+    .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_on_foreign_labels_is_caught() {
     assert_caught(
         "delete-foreign",
+        &[Clause::FailureMatrix, Clause::Ownership],
         &[
             "ownership.kill-on-collision",
             "failure.kill.cleanup-failure",
@@ -86,10 +248,10 @@ async fn deleting_on_foreign_labels_is_caught() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invented_settlement_is_caught() {
     assert_caught(
         "invent-settlement",
+        &[Clause::Lifecycle, Clause::FailureMatrix],
         &[
             "lifecycle.duplicate-create",
             "failure.create.transport-failure.1",
@@ -99,25 +261,24 @@ async fn an_invented_settlement_is_caught() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_io_before_unsupported_is_caught() {
     assert_caught(
         "io-before-unsupported",
+        &Clause::ALL,
         &["unsupported.observe-batch"],
         true,
     )
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaked_secret_is_caught() {
-    assert_caught("leak-secret", &["leaks.credential"], true).await;
+    assert_caught("leak-secret", &Clause::ALL, &["leaks.credential"], true).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settlement_claimed_by_an_observation_is_caught() {
     assert_caught(
         "settle-on-observation",
+        &Clause::ALL,
         &["settlement.observation", "settlement.kill-again"],
         true,
     )
@@ -126,7 +287,6 @@ async fn settlement_claimed_by_an_observation_is_caught() {
 
 /// A run that never created anything cannot show that nothing leaked: the
 /// leak cases report not run instead of holding.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leak_cases_do_not_hold_when_nothing_was_created() {
     let configuration = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/docker.json"),
@@ -202,14 +362,12 @@ async fn checkpointing(extra: serde_json::Value) -> Report {
         .expect("suite runs")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checkpoint_clause_holds_for_a_checkpointing_adapter() {
     let report = checkpointing(serde_json::json!({})).await;
     assert!(report.cases.len() >= 9, "only {} cases", report.cases.len());
     assert_eq!(report.failed(), 0, "{}", report.render("steerable.wasm"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_start_in_resume_compute_is_caught() {
     let report = checkpointing(serde_json::json!({ "cold_start": true })).await;
     assert_eq!(
@@ -220,7 +378,6 @@ async fn a_cold_start_in_resume_compute_is_caught() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capture_claiming_another_operation_is_caught() {
     let report = checkpointing(serde_json::json!({ "lie": "operation" })).await;
     assert_failed(&report, "lie", &["checkpoint.suspend"], false);
@@ -235,7 +392,6 @@ async fn http_adapter(replay: bool) -> Report {
         .expect("suite runs")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fault_matrix_runs_against_an_http_adapter() {
     let report = http_adapter(false).await;
     assert!(
@@ -246,7 +402,6 @@ async fn the_fault_matrix_runs_against_an_http_adapter() {
     assert_eq!(report.failed(), 0, "{}", report.render("steerable.wasm"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_adapter_replaying_create_is_caught() {
     // Request 2 is the create (after a lookup).
     let report = http_adapter(true).await;
@@ -272,21 +427,21 @@ async fn e2b_suite() -> Report {
              OAC_DOCKER_SOCKET; see scripts/docker-engine.sh)"
         ),
     }
-    e2b_run("e2b.wasm", http_profile("e2b.json", "e2b")).await
+    e2b_run("e2b.wasm", http_profile("e2b.json", "e2b"), &Clause::ALL).await
 }
 
-/// The suite against an E2B mutant and the fake E2B with simulated
-/// commands: each mutant breaks a receipt or fault rule, which no command
-/// decides, and containers would only add minutes.
-async fn e2b_mutant_suite(name: &str) -> Report {
+/// `clauses` of the suite against an E2B mutant and the fake E2B with
+/// simulated commands: each mutant breaks a receipt or fault rule, which no
+/// command decides, and containers would only add minutes.
+async fn e2b_mutant_suite(name: &str, clauses: &[Clause]) -> Report {
     let mut profile = http_profile("e2b.json", "e2b");
     if let FakeSource::Command { command } = &mut profile.fake {
         command.push("--simulate".into());
     }
-    e2b_run(name, profile).await
+    e2b_run(name, profile, clauses).await
 }
 
-async fn e2b_run(name: &str, profile: HttpProfile) -> Report {
+async fn e2b_run(name: &str, profile: HttpProfile, clauses: &[Clause]) -> Report {
     let target = Target {
         component: component(name),
         // Receipts are fsync'd: a Create commits four times, which takes
@@ -294,12 +449,11 @@ async fn e2b_run(name: &str, profile: HttpProfile) -> Report {
         budget_ms: 5_000,
         tier: Tier::Http(Box::new(profile)),
     };
-    contract_suite::run(&target, false)
+    contract_suite::run_clauses(&target, clauses, false)
         .await
         .expect("suite runs")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_e2b_adapter_passes_every_case() {
     let report = e2b_suite().await;
     assert!(
@@ -310,9 +464,8 @@ async fn the_e2b_adapter_passes_every_case() {
     assert_eq!(report.failed(), 0, "{}", report.render("e2b.wasm"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
-    let report = e2b_mutant_suite("mutant-e2b-replay-create.wasm").await;
+    let report = e2b_mutant_suite("mutant-e2b-replay-create.wasm", &[Clause::FailureMatrix]).await;
     assert_failed(
         &report,
         "replay-create",
@@ -321,9 +474,12 @@ async fn an_e2b_create_replayed_after_an_unknown_outcome_is_caught() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_e2b_kill_without_terminal_proof_is_caught() {
-    let report = e2b_mutant_suite("mutant-e2b-kill-without-proof.wasm").await;
+    let report = e2b_mutant_suite(
+        "mutant-e2b-kill-without-proof.wasm",
+        &[Clause::FailureMatrix, Clause::Receipts],
+    )
+    .await;
     assert_failed(
         &report,
         "kill-without-proof",
@@ -333,11 +489,11 @@ async fn an_e2b_kill_without_terminal_proof_is_caught() {
 }
 
 /// A component that sends each mutation twice, checking both answers,
-/// passes every fault case (each fault stops it where the legitimate
-/// sequence would stop); only the legitimate sequence itself shows it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// passes every other case of the failure matrix (each fault stops it
+/// where the legitimate sequence would stop); only the legitimate sequence
+/// itself shows it.
 async fn an_e2b_mutation_sent_twice_is_caught() {
-    let report = e2b_mutant_suite("mutant-e2b-mutate-twice.wasm").await;
+    let report = e2b_mutant_suite("mutant-e2b-mutate-twice.wasm", &[Clause::FailureMatrix]).await;
     assert_failed(
         &report,
         "mutate-twice",
@@ -352,8 +508,7 @@ async fn an_e2b_mutation_sent_twice_is_caught() {
 /// Every production kind of the built-in table has a suite profile, so CI
 /// judges each (the steerable test component is the host's own instrument,
 /// not a provider).
-#[test]
-fn every_builtin_kind_has_a_suite_profile() {
+async fn every_builtin_kind_has_a_suite_profile() {
     let profiles = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles");
     let providers: Vec<String> = sandbox_host::registry::builtin()
         .into_iter()
@@ -393,7 +548,6 @@ fn every_builtin_kind_has_a_suite_profile() {
 /// Each declaration rule is judged on the component's own declaration, so
 /// a declaration the host refuses fails the rule it breaks, by name (and
 /// only that rule, beside the host's refusal).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_broken_declaration_fails_the_rule_it_breaks() {
     for (steered, rule) in [
         ("missing-op", "declaration.complete"),
@@ -424,7 +578,6 @@ async fn each_broken_declaration_fails_the_rule_it_breaks() {
 
 /// A supported observation that tries to change vendor state (a POST) is
 /// caught by its optional case, whether or not the host lets it through.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observation_that_writes_is_caught() {
     let steering = serde_json::json!({
         "declaration": "observing",
@@ -477,7 +630,6 @@ async fn example_suite(name: &str) -> Report {
         .expect("suite runs")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_adapter_passes_every_clause() {
     let report = example_suite("example_http.wasm").await;
     assert_eq!(report.failed(), 0, "{}", report.render("example_http.wasm"));
@@ -507,27 +659,22 @@ async fn example_mutant(mutant: &str, case: &str) {
     assert_failed(&report, mutant, &[case], true);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_replaying_create_is_caught() {
     example_mutant("replay-create", "failure.create.lost-response.7").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_killing_without_proof_is_caught() {
     example_mutant("kill-without-proof", "receipts.kill-needs-proof").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_deleting_a_foreign_box_is_caught() {
     example_mutant("delete-foreign", "failure.kill.foreign-ownership.5").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_leaking_the_credential_is_caught() {
     example_mutant("leak-credential", "leaks.credential").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_deleting_twice_is_caught() {
     example_mutant("delete-twice", "failure.kill.each-mutation-once").await;
 }
