@@ -37,6 +37,7 @@ mod context;
 pub mod docker;
 pub mod http;
 pub(crate) mod log;
+pub mod microsandbox;
 pub mod receipts;
 pub(crate) mod scope;
 

@@ -1,0 +1,291 @@
+//! The operations, each over the library's handles. What the runtime has is
+//! reported as it is read back; a request's guard is checked on the handle
+//! the operation then acts on.
+
+use crate::{probe, runtime};
+use microsandbox::sandbox::{SandboxHandle, SandboxStatus};
+use microsandbox::{MicrosandboxError, Sandbox, SnapshotState};
+use oac_helper_protocol::{
+    ErrorCode, Guard, NetworkPolicy, Operation, Outcome, Request, Snapshot, Verified, Vm, VmStatus,
+};
+use std::collections::BTreeMap;
+
+/// Performs `request`.
+pub(crate) async fn perform(request: Request) -> Result<Outcome, ErrorCode> {
+    let Request {
+        runtime,
+        deadline_unix_ms,
+        operation,
+        ..
+    } = request;
+    if operation == Operation::Probe {
+        let probe = probe::probe(&runtime).await;
+        return Ok(Outcome::Probe { probe });
+    }
+    runtime::open(&runtime).await?;
+    let _lock = match allocation_of(&operation) {
+        Some(name) => Some(runtime::lock_allocation(&runtime, name, deadline_unix_ms).await?),
+        None => None,
+    };
+    match operation {
+        Operation::Get { name } => {
+            let handle = Sandbox::get(&name).await.map_err(code)?;
+            Ok(Outcome::Vm { vm: vm(&handle)? })
+        }
+        Operation::KillRemove { guard } => kill_remove(&guard).await,
+        Operation::GetSnapshot { group, member } => {
+            let snapshot = snapshot(&group, &member).await?;
+            Ok(Outcome::Snapshot { snapshot })
+        }
+        Operation::RemoveSnapshot {
+            group,
+            member,
+            snapshot_id,
+        } => remove_snapshot(&group, &member, &snapshot_id).await,
+        // The operations that boot, run in or change a VM are the next
+        // step of this helper (they need a node that boots VMs to be tried
+        // against); until then they are refused with nothing done.
+        Operation::Probe
+        | Operation::Create { .. }
+        | Operation::Exec { .. }
+        | Operation::Relabel { .. }
+        | Operation::Pause { .. }
+        | Operation::Resume { .. }
+        | Operation::Capture { .. }
+        | Operation::Restore { .. }
+        | Operation::Metrics { .. } => Err(ErrorCode::Failed),
+    }
+}
+
+/// The VM name whose allocation lock a mutation takes (reads take none).
+fn allocation_of(operation: &Operation) -> Option<&str> {
+    match operation {
+        Operation::Create { spec } => Some(&spec.name),
+        Operation::Restore { name, .. } => Some(name),
+        Operation::Exec { guard, .. }
+        | Operation::Relabel { guard, .. }
+        | Operation::Pause { guard }
+        | Operation::Resume { guard }
+        | Operation::KillRemove { guard }
+        | Operation::Capture { guard, .. } => Some(&guard.name),
+        Operation::RemoveSnapshot { group, .. } => Some(group),
+        Operation::Probe
+        | Operation::Get { .. }
+        | Operation::GetSnapshot { .. }
+        | Operation::Metrics { .. } => None,
+    }
+}
+
+/// The library's error as a fixed code (its text is dropped here).
+fn code(error: MicrosandboxError) -> ErrorCode {
+    match error {
+        MicrosandboxError::SandboxNotFound(_) | MicrosandboxError::SnapshotNotFound(_) => {
+            ErrorCode::NotFound
+        }
+        MicrosandboxError::SandboxAlreadyExists(_)
+        | MicrosandboxError::SnapshotAlreadyExists(_) => ErrorCode::Exists,
+        MicrosandboxError::SandboxReplaced { .. } => ErrorCode::Replaced,
+        MicrosandboxError::SnapshotIntegrity(_)
+        | MicrosandboxError::SandboxStillRunning(_)
+        | MicrosandboxError::SandboxNotRunning(_)
+        | MicrosandboxError::InvalidConfig(_)
+        | MicrosandboxError::Unsupported { .. } => ErrorCode::Failed,
+        _ => ErrorCode::Unconfirmed,
+    }
+}
+
+fn status(status: SandboxStatus) -> Result<VmStatus, ErrorCode> {
+    Ok(match status {
+        SandboxStatus::Starting => VmStatus::Starting,
+        SandboxStatus::Running => VmStatus::Running,
+        SandboxStatus::Draining => VmStatus::Draining,
+        SandboxStatus::Paused => VmStatus::Paused,
+        SandboxStatus::Stopped => VmStatus::Stopped,
+        SandboxStatus::Crashed => VmStatus::Crashed,
+        // `created` is the cloud backend's; nothing local is in it.
+        _ => return Err(ErrorCode::Unconfirmed),
+    })
+}
+
+/// What the runtime has of the VM behind `handle`, from its persisted
+/// configuration.
+fn vm(handle: &SandboxHandle) -> Result<Vm, ErrorCode> {
+    let config = handle.config().map_err(code)?;
+    let spec = &config.spec;
+    let (image, root_disk_mib) = match &spec.image {
+        microsandbox::sandbox::RootfsSource::Oci(oci) => (oci.reference.clone(), root_disk(oci)),
+        _ => (String::new(), None),
+    };
+    // The raw JSON carries what the typed view keeps private: the snapshot
+    // a restored VM came from.
+    let raw: serde_json::Value =
+        serde_json::from_str(handle.config_json()).unwrap_or(serde_json::Value::Null);
+    let snapshot_parent = raw
+        .get("snapshot_parent")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string);
+    let (disks_mib, host_mounts) = disks(&raw);
+    Ok(Vm {
+        id: handle.id().to_string(),
+        name: handle.name().to_string(),
+        status: status(handle.status_snapshot())?,
+        labels: spec.labels.clone(),
+        image,
+        cpus: spec.resources.cpus,
+        max_cpus: spec.resources.max_cpus,
+        memory_mib: spec.resources.memory_mib,
+        root_disk_mib,
+        disks_mib,
+        user: spec.runtime.user.clone(),
+        network: network(&raw),
+        security_profile: raw
+            .get("security_profile")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        ports: u32::try_from(spec.network.ports.len()).unwrap_or(u32::MAX),
+        host_mounts,
+        secrets: raw
+            .pointer("/network/secrets/secrets")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, |secrets| {
+                u32::try_from(secrets.len()).unwrap_or(u32::MAX)
+            }),
+        snapshot_parent,
+    })
+}
+
+fn root_disk(oci: &microsandbox::sandbox::OciRootfsSource) -> Option<u32> {
+    let value = serde_json::to_value(oci.root_disk.as_ref()?).ok()?;
+    value
+        .get("size_mib")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|size| u32::try_from(size).ok())
+}
+
+/// The VM's own disks by guest path (size in MiB), and how many mounts
+/// reach anything of the host (a bind, a named volume, a host disk image).
+fn disks(raw: &serde_json::Value) -> (BTreeMap<String, u32>, u32) {
+    let mut owned = BTreeMap::new();
+    let mut host = 0u32;
+    for mount in raw
+        .get("mounts")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let guest = mount.get("guest").and_then(serde_json::Value::as_str);
+        let size = mount
+            .pointer("/source/disk/size_mib")
+            .or_else(|| mount.pointer("/owned/disk/size_mib"))
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|size| u32::try_from(size).ok());
+        match (guest, size) {
+            (Some(guest), Some(size)) => {
+                owned.insert(guest.to_string(), size);
+            }
+            _ => host = host.saturating_add(1),
+        }
+    }
+    (owned, host)
+}
+
+/// The network policy, when it is exactly one this protocol names.
+fn network(raw: &serde_json::Value) -> Option<NetworkPolicy> {
+    let network = raw.get("network")?;
+    if network.get("enabled").and_then(serde_json::Value::as_bool) == Some(false) {
+        return Some(NetworkPolicy::None);
+    }
+    let public = serde_json::to_value(microsandbox::NetworkPolicy::from_profiles([
+        microsandbox::NetworkProfile::Public,
+    ]))
+    .ok()?;
+    (network.get("policy") == Some(&public)).then_some(NetworkPolicy::Public)
+}
+
+/// The guard's VM, if it still is the one the host checked.
+async fn guarded(guard: &Guard) -> Result<SandboxHandle, ErrorCode> {
+    let handle = Sandbox::get(&guard.name).await.map_err(code)?;
+    let labels = &handle.config().map_err(code)?.spec.labels;
+    let same = handle.id().to_string() == guard.id
+        && guard
+            .labels
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value));
+    same.then_some(handle).ok_or(ErrorCode::Replaced)
+}
+
+/// SIGKILL (never a graceful stop: a stopping VM could still run), remove,
+/// and look again: done only once the VM is absent. An absent VM is done.
+async fn kill_remove(guard: &Guard) -> Result<Outcome, ErrorCode> {
+    let handle = match guarded(guard).await {
+        Err(ErrorCode::NotFound) => return Ok(Outcome::Done),
+        other => other?,
+    };
+    handle.kill().await.map_err(code)?;
+    handle.remove().await.map_err(code)?;
+    match Sandbox::get(&guard.name).await {
+        Err(MicrosandboxError::SandboxNotFound(_)) => Ok(Outcome::Done),
+        _ => Err(ErrorCode::Unconfirmed),
+    }
+}
+
+/// The snapshot `group:member`, opened and verified.
+async fn snapshot(group: &str, member: &str) -> Result<Snapshot, ErrorCode> {
+    let handle = microsandbox::Snapshot::get(&format!("{group}:{member}"))
+        .await
+        .map_err(code)?;
+    let artifact = handle.open().await.map_err(code)?;
+    let manifest = artifact.manifest();
+    let checkpoint = match &manifest.state {
+        SnapshotState::Checkpoint(state) => {
+            Some((state.checkpoint_id.clone(), state.checkpoint_root.clone()))
+        }
+        SnapshotState::File(_) => None,
+    };
+    let verified = match artifact.verify().await {
+        Ok(report) => match (report.upper, report.checkpoint, &checkpoint) {
+            (
+                microsandbox::UpperVerifyStatus::Verified { .. },
+                Some(root),
+                Some((checkpoint_id, _)),
+            ) => Some(Verified {
+                digest: report.digest,
+                checkpoint_id: checkpoint_id.clone(),
+                checkpoint_root: root.root,
+            }),
+            _ => None,
+        },
+        Err(MicrosandboxError::SnapshotIntegrity(_)) => return Err(ErrorCode::Failed),
+        Err(other) => return Err(code(other)),
+    };
+    Ok(Snapshot {
+        id: handle.id().to_string(),
+        digest: handle.digest().to_string(),
+        group: group.to_string(),
+        member: member.to_string(),
+        full: checkpoint.is_some(),
+        labels: artifact.labels().clone(),
+        verified,
+    })
+}
+
+/// Removes the snapshot if it is still `snapshot_id` (absent: done).
+async fn remove_snapshot(
+    group: &str,
+    member: &str,
+    snapshot_id: &str,
+) -> Result<Outcome, ErrorCode> {
+    let reference = format!("{group}:{member}");
+    let handle = match microsandbox::Snapshot::get(&reference).await {
+        Err(MicrosandboxError::SnapshotNotFound(_)) => return Ok(Outcome::Done),
+        other => other.map_err(code)?,
+    };
+    if *handle.id() != *snapshot_id {
+        return Err(ErrorCode::Replaced);
+    }
+    handle.remove(false).await.map_err(code)?;
+    match microsandbox::Snapshot::get(&reference).await {
+        Err(MicrosandboxError::SnapshotNotFound(_)) => Ok(Outcome::Done),
+        _ => Err(ErrorCode::Unconfirmed),
+    }
+}
