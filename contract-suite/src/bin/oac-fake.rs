@@ -4,6 +4,9 @@
 //! serves until its stdin closes (or, with `--until-killed`, until it is
 //! interrupted or terminated).
 //!
+//! `oac-fake microsandbox-helper` is the fake microsandbox helper instead:
+//! the host runs it once per call, as it runs the real helper.
+//!
 //! The fake E2B runs each sandbox as a container on the Docker Engine that
 //! `--engine-socket` (or `OAC_DOCKER_SOCKET`) names, and simulates commands
 //! without one.
@@ -46,6 +49,10 @@ enum Fake {
     Steerable,
     /// The Example Cloud boxes API (the example adapter's vendor).
     Example,
+    /// The fake microsandbox helper: one request on stdin, one answer on
+    /// stdout (the host's helper protocol), its runtime modelled in the
+    /// request's home. Not a vendor: it announces nothing.
+    MicrosandboxHelper,
 }
 
 #[tokio::main]
@@ -94,6 +101,7 @@ async fn main() -> Result<()> {
             let origin = fake.origin();
             (Arc::new(fake), Some(origin), None)
         }
+        Fake::MicrosandboxHelper => return microsandbox_helper(),
     };
     let control = Control::serve(fake).await.context("serving control")?;
     let announcement = Announcement {
@@ -118,4 +126,18 @@ async fn main() -> Result<()> {
     }
     drop(control);
     Ok(())
+}
+
+/// Serves one helper request, as the real helper does.
+fn microsandbox_helper() -> Result<()> {
+    use std::io::Read;
+    let mut input = Vec::new();
+    std::io::stdin()
+        .take(oac_helper_protocol::MAX_REQUEST_BYTES as u64 + 1)
+        .read_to_end(&mut input)
+        .context("reading the request")?;
+    let (output, code) = oac_fixtures::microsandbox_helper::serve(&input);
+    std::io::stdout().write_all(&output)?;
+    std::io::stdout().flush()?;
+    std::process::exit(code)
 }
