@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of fuzz/ (cargo fuzz, nightly): each for a short
 # time (default, CI: `--seconds 20`) or for a number of executions
-# (`--runs 1000000`, the long runs RELIABILITY.md reports). Installs the
+# (`--runs 1000000`, the long runs RELIABILITY.md reports), or only builds
+# them (`--build-only`, which CI starts early in the background). Installs the
 # nightly toolchain and cargo-fuzz when missing. adapter_configuration
 # loads target/plugins: run `cargo xtask build-plugins` first.
 #
@@ -11,11 +12,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 budget=(-max_total_time=20)
+build_only=
 case "${1:-}" in
     --seconds) budget=(-max_total_time="$2") ;;
     --runs) budget=(-runs="$2") ;;
+    --build-only) build_only=1 ;;
     "") ;;
-    *) echo "usage: scripts/fuzz.sh [--seconds N | --runs N]" >&2; exit 2 ;;
+    *) echo "usage: scripts/fuzz.sh [--seconds N | --runs N | --build-only]" >&2; exit 2 ;;
 esac
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -23,6 +26,7 @@ export OAC_PLUGIN_DIR="${OAC_PLUGIN_DIR:-$PWD/../target/plugins}"
 # Safe Rust throughout (unsafe is forbidden in the host's crates): coverage
 # guidance without AddressSanitizer.
 cargo +nightly fuzz build --sanitizer none
+[ -z "$build_only" ] || exit 0
 for target in $(cargo +nightly fuzz list); do
     scratch=$(mktemp -d)
     log=$(mktemp)
