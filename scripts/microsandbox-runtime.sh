@@ -19,7 +19,7 @@ FIRMWARE_SHA256=3854efcd3fe625528fa00207d97586d9790db8c436bb6881a43986604336d18e
 
 die() { echo "microsandbox-runtime: $*" >&2; exit 1; }
 
-dir=${1:-/opt/oac/microsandbox}
+dir=$(realpath -m "${1:-/opt/oac/microsandbox}")
 [ "$(uname -m)" = x86_64 ] || die "the pinned wheel is for x86_64 Linux"
 command -v python3 >/dev/null || die "python3 is needed (to download and unpack the wheel)"
 

@@ -5,10 +5,9 @@
 //! and is counted until it exits, and what the helper gets is the host's
 //! environment, not the node's.
 
-use oac_fixtures::microsandbox_helper::{FakeRuntime, Fault};
-use oac_helper_protocol::{NetworkPolicy, Operation, Outcome, VmSpec};
-use sandbox_host::capability::microsandbox::helper::{Helper, HelperFailure, Helpers};
-use std::collections::BTreeMap;
+use oac_fixtures::microsandbox_helper::{FakeRuntime, Fault, sample_spec};
+use oac_helper_protocol::{Operation, Outcome};
+use sandbox_host::capability::microsandbox::helper::{Helper, HelperFailure, InFlight};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,18 +33,7 @@ fn helper(dir: &Path) -> (FakeRuntime, Helper) {
 
 fn create(name: &str) -> Operation {
     Operation::Create {
-        spec: VmSpec {
-            name: name.into(),
-            image: format!("oac@sha256:{}", "1".repeat(64)),
-            cpus: 1,
-            memory_mib: 512,
-            root_disk_mib: 1024,
-            environment_disk_mib: 256,
-            user: "1000:1000".into(),
-            network: NetworkPolicy::None,
-            security_profile: "restricted".into(),
-            labels: BTreeMap::new(),
-        },
+        spec: sample_spec(name),
     }
 }
 
@@ -57,7 +45,7 @@ fn soon(ms: u64) -> Instant {
 async fn an_answer_crosses_the_process_boundary_in_the_hosts_environment() {
     let dir = tempfile::tempdir().expect("dir");
     let (_runtime, helper) = helper(dir.path());
-    let helpers = Helpers::default();
+    let helpers = InFlight::default();
     let Ok(Outcome::Probe { probe }) = helper.call(Operation::Probe, soon(5_000), &helpers).await
     else {
         panic!("no probe answer");
@@ -78,7 +66,7 @@ async fn a_helper_past_its_deadline_is_never_killed_and_counted_until_it_exits()
     let dir = tempfile::tempdir().expect("dir");
     let (runtime, helper) = helper(dir.path());
     runtime.inject("create", Fault::Slow(1_500)).expect("steer");
-    let helpers = Helpers::default();
+    let helpers = InFlight::default();
     let asked = Instant::now();
     let answer = helper.call(create("vm-g0"), soon(200), &helpers).await;
     assert_eq!(answer, Err(HelperFailure::Unconfirmed));
@@ -99,7 +87,7 @@ async fn a_helper_past_its_deadline_is_never_killed_and_counted_until_it_exits()
 async fn a_crash_garbage_or_a_lost_answer_is_unconfirmed() {
     let dir = tempfile::tempdir().expect("dir");
     let (runtime, helper) = helper(dir.path());
-    let helpers = Helpers::default();
+    let helpers = InFlight::default();
     for fault in [Fault::Crash, Fault::Garbage, Fault::LoseAnswer] {
         runtime.inject("create", fault).expect("steer");
         let answer = helper.call(create("vm-g0"), soon(5_000), &helpers).await;
@@ -121,7 +109,7 @@ async fn a_helper_that_cannot_start_did_nothing() {
     let dir = tempfile::tempdir().expect("dir");
     let runtime = FakeRuntime::create(dir.path()).expect("fake runtime");
     let helper = Helper::new(dir.path().join("absent"), runtime.runtime());
-    let helpers = Helpers::default();
+    let helpers = InFlight::default();
     let answer = helper.call(create("vm-g0"), soon(5_000), &helpers).await;
     assert_eq!(answer, Err(HelperFailure::NotStarted));
     assert_eq!(helpers.running(), 0);

@@ -144,12 +144,13 @@ pub(crate) enum Crossing<E> {
     Native(E),
 }
 
-/// The native requests of one call still in flight. A request the
+/// The native requests of one call still in flight (or a capability's
+/// native processes, such as microsandbox helpers). A request the
 /// component sent may act whether or not anyone waits for its answer, so
 /// when a call's budget ends the host keeps the call (and its allocation's
 /// turn) until none is left ([`crate::call`]).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct InFlight(Arc<Requests>);
+pub struct InFlight(Arc<Requests>);
 
 #[derive(Debug, Default)]
 struct Requests {
@@ -158,7 +159,7 @@ struct Requests {
 }
 
 /// One request in flight, counted until dropped.
-struct Flying(InFlight);
+pub(crate) struct Flying(InFlight);
 
 impl Drop for Flying {
     fn drop(&mut self) {
@@ -174,15 +175,20 @@ impl Drop for Flying {
 }
 
 impl InFlight {
-    fn enter(&self) -> Flying {
+    pub(crate) fn enter(&self) -> Flying {
         self.0
             .count
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Flying(self.clone())
     }
 
-    /// Returns once no request of the call is in flight.
-    pub(crate) async fn idle(&self) {
+    /// How many are in flight now.
+    pub fn running(&self) -> usize {
+        self.0.count.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Returns once none is in flight.
+    pub async fn idle(&self) {
         loop {
             let notified = self.0.idle.notified();
             let mut notified = std::pin::pin!(notified);

@@ -3,14 +3,15 @@
 //! the host's making (nothing of the node's own environment but `PATH`,
 //! `LANG` and the temporary directory). A helper is never killed: when the
 //! caller's deadline passes the call answers `unconfirmed`, and the helper
-//! goes on in a task of its own, counted in [`Helpers`], until it exits.
+//! goes on in a task of its own, counted in an [`InFlight`] (the call's:
+//! its allocation's turn is held until it exits), until it exits.
 
+pub use crate::capability::boundary::InFlight;
 use oac_helper_protocol::{
     MAX_RESPONSE_BYTES, Operation, Outcome, Request, Runtime, VERSION, decode_response, encode,
 };
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -25,61 +26,6 @@ pub enum HelperFailure {
     /// The deadline passed, the helper crashed, or its answer was not one
     /// of the protocol: what it did is unknown.
     Unconfirmed,
-}
-
-/// The helpers still running, of one node: counted until they exit, so
-/// that a call (and its allocation's turn) and the node's shutdown wait
-/// for them.
-#[derive(Clone, Debug, Default)]
-pub struct Helpers(Arc<Running>);
-
-#[derive(Debug, Default)]
-struct Running {
-    count: std::sync::atomic::AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-/// One running helper, counted until dropped.
-struct Counted(Helpers);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        let running = &(self.0).0;
-        if running
-            .count
-            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
-            == 1
-        {
-            running.idle.notify_waiters();
-        }
-    }
-}
-
-impl Helpers {
-    fn count(&self) -> Counted {
-        self.0
-            .count
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Counted(self.clone())
-    }
-
-    /// How many are running now.
-    pub fn running(&self) -> usize {
-        self.0.count.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// Returns once none is running.
-    pub async fn idle(&self) {
-        loop {
-            let notified = self.0.idle.notified();
-            let mut notified = std::pin::pin!(notified);
-            notified.as_mut().enable();
-            if self.running() == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 /// The helper of one node: its executable and the runtime it drives.
@@ -110,7 +56,7 @@ impl Helper {
         &self,
         operation: Operation,
         deadline: Instant,
-        helpers: &Helpers,
+        helpers: &InFlight,
     ) -> Result<Outcome, HelperFailure> {
         let request = encode(&Request {
             version: VERSION,
@@ -137,7 +83,7 @@ impl Helper {
             .stderr(Stdio::null())
             .kill_on_drop(false);
         let mut child = command.spawn().map_err(|_| HelperFailure::NotStarted)?;
-        let counted = helpers.count();
+        let counted = helpers.enter();
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let exchange = async move {
             let (Some(mut stdin), Some(stdout)) = (stdin, stdout) else {
