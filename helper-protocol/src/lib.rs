@@ -323,8 +323,9 @@ pub struct Vm {
     pub security_profile: Option<String>,
     /// Published ports.
     pub ports: u32,
-    /// Host mounts (bind mounts, named volumes, host disk images).
-    pub host_mounts: u32,
+    /// Mounts other than its own disks (a bind, a named volume, a host
+    /// disk image, a tmpfs).
+    pub other_mounts: u32,
     /// Secrets given to it.
     pub secrets: u32,
     /// Native id of the snapshot it was restored from.

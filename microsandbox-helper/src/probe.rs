@@ -28,7 +28,7 @@ pub(crate) async fn probe(runtime: &Runtime) -> Probe {
 
 /// True when `/proc/cpuinfo` lists `vmx` (Intel) or `svm` (AMD) among a
 /// CPU's flags: without them no VM boots, whatever `/dev/kvm` says.
-fn cpu_virtualisation() -> bool {
+pub(crate) fn cpu_virtualisation() -> bool {
     std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|text| {
         text.lines()
             .filter(|line| line.starts_with("flags"))

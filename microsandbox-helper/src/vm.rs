@@ -6,7 +6,8 @@ use crate::{probe, runtime};
 use microsandbox::sandbox::{SandboxHandle, SandboxStatus};
 use microsandbox::{MicrosandboxError, Sandbox, SnapshotState};
 use oac_helper_protocol::{
-    ErrorCode, Guard, NetworkPolicy, Operation, Outcome, Request, Snapshot, Verified, Vm, VmStatus,
+    ErrorCode, Guard, NetworkPolicy, Operation, Outcome, Request, Snapshot, Verified, Vm, VmSpec,
+    VmStatus,
 };
 use std::collections::BTreeMap;
 
@@ -32,6 +33,7 @@ pub(crate) async fn perform(request: Request) -> Result<Outcome, ErrorCode> {
             let handle = Sandbox::get(&name).await.map_err(code)?;
             Ok(Outcome::Vm { vm: vm(&handle)? })
         }
+        Operation::Create { spec } => create(&spec).await,
         Operation::KillRemove { guard } => kill_remove(&guard).await,
         Operation::GetSnapshot { group, member } => {
             let snapshot = snapshot(&group, &member).await?;
@@ -42,11 +44,10 @@ pub(crate) async fn perform(request: Request) -> Result<Outcome, ErrorCode> {
             member,
             snapshot_id,
         } => remove_snapshot(&group, &member, &snapshot_id).await,
-        // The operations that boot, run in or change a VM are the next
+        // The operations that run in or change a running VM are the next
         // step of this helper (they need a node that boots VMs to be tried
         // against); until then they are refused with nothing done.
         Operation::Probe
-        | Operation::Create { .. }
         | Operation::Exec { .. }
         | Operation::Relabel { .. }
         | Operation::Pause { .. }
@@ -55,6 +56,23 @@ pub(crate) async fn perform(request: Request) -> Result<Outcome, ErrorCode> {
         | Operation::Restore { .. }
         | Operation::Metrics { .. } => Err(ErrorCode::Failed),
     }
+}
+
+/// Creates and boots the VM, detached, and reads it back. A boot that
+/// fails on a node without CPU virtualisation is `no-virtualisation` (the
+/// runtime keeps the VM recorded, stopped); any other failure leaves the
+/// outcome unknown.
+async fn create(spec: &VmSpec) -> Result<Outcome, ErrorCode> {
+    match builder(spec).create().await {
+        Ok(_) => {}
+        Err(MicrosandboxError::SandboxAlreadyExists(_)) => return Err(ErrorCode::Exists),
+        Err(MicrosandboxError::BootStart { .. }) if !probe::cpu_virtualisation() => {
+            return Err(ErrorCode::NoVirtualisation);
+        }
+        Err(_) => return Err(ErrorCode::Unconfirmed),
+    }
+    let handle = Sandbox::get(&spec.name).await.map_err(code)?;
+    Ok(Outcome::Vm { vm: vm(&handle)? })
 }
 
 /// The VM name whose allocation lock a mutation takes (reads take none).
@@ -111,24 +129,34 @@ fn status(status: SandboxStatus) -> Result<VmStatus, ErrorCode> {
 /// configuration.
 fn vm(handle: &SandboxHandle) -> Result<Vm, ErrorCode> {
     let config = handle.config().map_err(code)?;
+    // The raw JSON carries what the typed view keeps private: the snapshot
+    // a restored VM came from.
+    let raw: serde_json::Value =
+        serde_json::from_str(handle.config_json()).unwrap_or(serde_json::Value::Null);
+    Ok(Vm {
+        id: handle.id().to_string(),
+        name: handle.name().to_string(),
+        status: status(handle.status_snapshot())?,
+        ..configured(&config, &raw)
+    })
+}
+
+/// The configuration's part of a [`Vm`] (id, name and status left empty).
+fn configured(config: &microsandbox::SandboxConfig, raw: &serde_json::Value) -> Vm {
     let spec = &config.spec;
     let (image, root_disk_mib) = match &spec.image {
         microsandbox::sandbox::RootfsSource::Oci(oci) => (oci.reference.clone(), root_disk(oci)),
         _ => (String::new(), None),
     };
-    // The raw JSON carries what the typed view keeps private: the snapshot
-    // a restored VM came from.
-    let raw: serde_json::Value =
-        serde_json::from_str(handle.config_json()).unwrap_or(serde_json::Value::Null);
     let snapshot_parent = raw
         .get("snapshot_parent")
         .and_then(serde_json::Value::as_str)
         .map(str::to_string);
-    let (disks_mib, host_mounts) = disks(&raw);
-    Ok(Vm {
-        id: handle.id().to_string(),
-        name: handle.name().to_string(),
-        status: status(handle.status_snapshot())?,
+    let (disks_mib, other_mounts) = disks(raw);
+    Vm {
+        id: String::new(),
+        name: String::new(),
+        status: VmStatus::Stopped,
         labels: spec.labels.clone(),
         image,
         cpus: spec.resources.cpus,
@@ -137,13 +165,13 @@ fn vm(handle: &SandboxHandle) -> Result<Vm, ErrorCode> {
         root_disk_mib,
         disks_mib,
         user: spec.runtime.user.clone(),
-        network: network(&raw),
+        network: network(raw),
         security_profile: raw
             .get("security_profile")
             .and_then(serde_json::Value::as_str)
             .map(str::to_string),
         ports: u32::try_from(spec.network.ports.len()).unwrap_or(u32::MAX),
-        host_mounts,
+        other_mounts,
         secrets: raw
             .pointer("/network/secrets/secrets")
             .and_then(serde_json::Value::as_array)
@@ -151,7 +179,42 @@ fn vm(handle: &SandboxHandle) -> Result<Vm, ErrorCode> {
                 u32::try_from(secrets.len()).unwrap_or(u32::MAX)
             }),
         snapshot_parent,
-    })
+    }
+}
+
+/// The library's builder for `spec`: the policy's image, sizes, user,
+/// network and guest profile, the host's labels, detached (the VM outlives
+/// the helper), and nothing else (no port, host mount or secret).
+fn builder(spec: &VmSpec) -> microsandbox::sandbox::SandboxBuilder {
+    use microsandbox::sandbox::SecurityProfile;
+    let environment_mib = spec.environment_disk_mib;
+    let builder = Sandbox::builder(&spec.name)
+        .image(spec.image.as_str())
+        .root_disk(spec.root_disk_mib)
+        .cpus(spec.cpus)
+        .max_cpus(spec.cpus)
+        .memory(spec.memory_mib)
+        .volume(ENVIRONMENT, move |mount| {
+            mount.owned_with(move |volume| volume.disk().size(environment_mib))
+        })
+        .user(spec.user.as_str())
+        .security(match spec.security_profile.as_str() {
+            "default" => SecurityProfile::Default,
+            _ => SecurityProfile::Restricted,
+        })
+        .labels(spec.labels.clone())
+        .detached(true);
+    match spec.network {
+        NetworkPolicy::None => builder.disable_network(),
+        NetworkPolicy::Public => builder.network(|network| network.policy(public())),
+    }
+}
+
+/// Where the VM's own second disk is mounted.
+const ENVIRONMENT: &str = "/environment";
+
+fn public() -> microsandbox::NetworkPolicy {
+    microsandbox::NetworkPolicy::from_profiles([microsandbox::NetworkProfile::Public])
 }
 
 fn root_disk(oci: &microsandbox::sandbox::OciRootfsSource) -> Option<u32> {
@@ -162,11 +225,11 @@ fn root_disk(oci: &microsandbox::sandbox::OciRootfsSource) -> Option<u32> {
         .and_then(|size| u32::try_from(size).ok())
 }
 
-/// The VM's own disks by guest path (size in MiB), and how many mounts
-/// reach anything of the host (a bind, a named volume, a host disk image).
+/// The VM's own disks by guest path (capacity in MiB), and how many other
+/// mounts it has (a bind, a named volume, a host disk image, a tmpfs).
 fn disks(raw: &serde_json::Value) -> (BTreeMap<String, u32>, u32) {
     let mut owned = BTreeMap::new();
-    let mut host = 0u32;
+    let mut other = 0u32;
     for mount in raw
         .get("mounts")
         .and_then(serde_json::Value::as_array)
@@ -174,19 +237,23 @@ fn disks(raw: &serde_json::Value) -> (BTreeMap<String, u32>, u32) {
         .flatten()
     {
         let guest = mount.get("guest").and_then(serde_json::Value::as_str);
-        let size = mount
-            .pointer("/source/disk/size_mib")
-            .or_else(|| mount.pointer("/owned/disk/size_mib"))
+        let own_disk = mount.get("type").and_then(serde_json::Value::as_str) == Some("Owned")
+            && mount
+                .pointer("/storage/kind")
+                .and_then(serde_json::Value::as_str)
+                == Some("disk");
+        let capacity = mount
+            .pointer("/storage/capacity_mib")
             .and_then(serde_json::Value::as_u64)
             .and_then(|size| u32::try_from(size).ok());
-        match (guest, size) {
-            (Some(guest), Some(size)) => {
-                owned.insert(guest.to_string(), size);
+        match (guest, capacity) {
+            (Some(guest), Some(capacity)) if own_disk && !owned.contains_key(guest) => {
+                owned.insert(guest.to_string(), capacity);
             }
-            _ => host = host.saturating_add(1),
+            _ => other = other.saturating_add(1),
         }
     }
-    (owned, host)
+    (owned, other)
 }
 
 /// The network policy, when it is exactly one this protocol names.
@@ -195,10 +262,7 @@ fn network(raw: &serde_json::Value) -> Option<NetworkPolicy> {
     if network.get("enabled").and_then(serde_json::Value::as_bool) == Some(false) {
         return Some(NetworkPolicy::None);
     }
-    let public = serde_json::to_value(microsandbox::NetworkPolicy::from_profiles([
-        microsandbox::NetworkProfile::Public,
-    ]))
-    .ok()?;
+    let public = serde_json::to_value(public()).ok()?;
     (network.get("policy") == Some(&public)).then_some(NetworkPolicy::Public)
 }
 
@@ -287,5 +351,54 @@ async fn remove_snapshot(
     match microsandbox::Snapshot::get(&reference).await {
         Err(MicrosandboxError::SnapshotNotFound(_)) => Ok(Outcome::Done),
         _ => Err(ErrorCode::Unconfirmed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(network: NetworkPolicy) -> VmSpec {
+        VmSpec {
+            name: "oac-0123456789abcdef0123456789abcdef-g0".into(),
+            image: format!("registry.example/oac@sha256:{}", "a".repeat(64)),
+            cpus: 2,
+            memory_mib: 2048,
+            root_disk_mib: 4096,
+            environment_disk_mib: 8192,
+            user: "1000:1000".into(),
+            network,
+            security_profile: "restricted".into(),
+            labels: BTreeMap::from([("io.oac.bootstrap".into(), "pending".into())]),
+        }
+    }
+
+    /// What the library makes of a spec reads back as that spec: the
+    /// configuration a create persists is what `get` reports (no VM
+    /// needed: the builder makes the configuration offline).
+    #[tokio::test]
+    async fn a_spec_reads_back_from_the_configuration_it_builds() {
+        for network in [NetworkPolicy::None, NetworkPolicy::Public] {
+            let spec = spec(network.clone());
+            let config = builder(&spec).build().await.expect("a valid configuration");
+            let raw = serde_json::to_value(&config).expect("serialises");
+            let vm = configured(&config, &raw);
+            assert_eq!(vm.image, spec.image);
+            assert_eq!((vm.cpus, vm.max_cpus), (2, 2));
+            assert_eq!(vm.memory_mib, 2048);
+            assert_eq!(vm.root_disk_mib, Some(4096), "{raw}");
+            assert_eq!(
+                vm.disks_mib,
+                BTreeMap::from([(ENVIRONMENT.to_string(), 8192)]),
+                "{raw}"
+            );
+            assert_eq!(vm.other_mounts, 0, "{raw}");
+            assert_eq!(vm.user.as_deref(), Some("1000:1000"));
+            assert_eq!(vm.network, Some(network), "{raw}");
+            assert_eq!(vm.security_profile.as_deref(), Some("restricted"), "{raw}");
+            assert_eq!((vm.ports, vm.secrets), (0, 0));
+            assert_eq!(vm.labels, spec.labels);
+            assert_eq!(vm.snapshot_parent, None);
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! The helper against the real runtime (`scripts/microsandbox-runtime.sh`
 //! installs it; `OAC_MICROSANDBOX_RUNTIME` names its directory): the paths
 //! that need no VM. The probe, lookups that find nothing, cleanup of what
-//! is absent, and the refusals. Without a runtime the tests say so and
+//! is absent, a create whose image cannot be pulled, and the refusals. Without a runtime the tests say so and
 //! pass, unless `OAC_REQUIRE_MICROSANDBOX=1` (CI) makes that a failure.
 
 use oac_helper_protocol::{
-    ErrorCode, Guard, Operation, Outcome, Request, Response, Runtime, VERSION, decode_response,
-    encode,
+    ErrorCode, Guard, NetworkPolicy, Operation, Outcome, Request, Response, Runtime, VERSION,
+    VmSpec, decode_response, encode,
 };
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -139,6 +139,36 @@ fn lookups_find_nothing_and_cleanup_of_the_absent_is_done() {
         snapshot_id: "snap_0".into(),
     };
     assert_eq!(helper(&request(&runtime, remove)).outcome, Outcome::Done);
+}
+
+#[test]
+fn a_create_whose_image_cannot_be_had_is_unknown_and_leaves_no_vm() {
+    let Some(dir) = installed() else { return };
+    let runtime = runtime(&dir, "create", 0o700);
+    let name = "oac-0123456789abcdef0123456789abcdef-g0".to_string();
+    // `.example` never resolves: the image cannot be pulled.
+    let spec = VmSpec {
+        name: name.clone(),
+        image: format!("registry.example/oac@sha256:{}", "a".repeat(64)),
+        cpus: 1,
+        memory_mib: 512,
+        root_disk_mib: 1024,
+        environment_disk_mib: 256,
+        user: "1000:1000".into(),
+        network: NetworkPolicy::None,
+        security_profile: "restricted".into(),
+        labels: BTreeMap::from([("io.oac.bootstrap".into(), "pending".into())]),
+    };
+    let create = Operation::Create { spec };
+    assert_eq!(
+        helper(&request(&runtime, create)).outcome,
+        error(ErrorCode::Unconfirmed)
+    );
+    let get = Operation::Get { name };
+    assert_eq!(
+        helper(&request(&runtime, get)).outcome,
+        error(ErrorCode::NotFound)
+    );
 }
 
 #[test]

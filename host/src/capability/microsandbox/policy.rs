@@ -128,7 +128,7 @@ impl VmPolicy {
 
     /// Whether `vm` carries the policy: its image, CPUs and memory (the
     /// maxima equal), disks, user, network and guest profile, and nothing
-    /// more (no port, host mount or secret). A field the runtime did not
+    /// more (no port, other mount or secret). A field the runtime did not
     /// report does not conform.
     pub fn conforms(&self, vm: &Vm) -> bool {
         let policy = &self.0;
@@ -143,7 +143,7 @@ impl VmPolicy {
             && vm.network == Some(self.network())
             && vm.security_profile.as_deref() == Some(policy.guest_profile.name())
             && vm.ports == 0
-            && vm.host_mounts == 0
+            && vm.other_mounts == 0
             && vm.secrets == 0
     }
 }
@@ -203,7 +203,7 @@ mod tests {
             network: Some(spec.network),
             security_profile: Some(spec.security_profile),
             ports: 0,
-            host_mounts: 0,
+            other_mounts: 0,
             secrets: 0,
             snapshot_parent: None,
         }
@@ -232,7 +232,7 @@ mod tests {
             |vm| vm.network = None,
             |vm| vm.security_profile = Some("default".into()),
             |vm| vm.ports = 1,
-            |vm| vm.host_mounts = 1,
+            |vm| vm.other_mounts = 1,
             |vm| vm.secrets = 1,
         ];
         for (index, drift) in drifts.iter().enumerate() {
