@@ -44,18 +44,154 @@ pub(crate) async fn perform(request: Request) -> Result<Outcome, ErrorCode> {
             member,
             snapshot_id,
         } => remove_snapshot(&group, &member, &snapshot_id).await,
-        // The operations that run in or change a running VM are the next
-        // step of this helper (they need a node that boots VMs to be tried
-        // against); until then they are refused with nothing done.
-        Operation::Probe
-        | Operation::Exec { .. }
-        | Operation::Relabel { .. }
-        | Operation::Pause { .. }
-        | Operation::Resume { .. }
-        | Operation::Capture { .. }
-        | Operation::Restore { .. }
-        | Operation::Metrics { .. } => Err(ErrorCode::Failed),
+        Operation::Exec { guard, command } => exec(&guard, &command, deadline_unix_ms).await,
+        Operation::Relabel { guard, labels } => {
+            let handle = guarded(&guard).await?;
+            let mut change = handle.modify();
+            for (key, value) in labels {
+                change = change.label(key, value);
+            }
+            change.next_start().apply().await.map_err(code)?;
+            Ok(Outcome::Done)
+        }
+        Operation::Pause { guard } => {
+            let handle = guarded(&guard).await?;
+            handle.pause().await.map_err(code)?;
+            reread(&guard.name).await
+        }
+        Operation::Resume { guard } => {
+            let handle = guarded(&guard).await?;
+            // A paused VM only: the library never starts a stopped one here.
+            match handle.status_snapshot() {
+                SandboxStatus::Paused => handle.resume().await.map_err(code)?,
+                SandboxStatus::Running => {}
+                _ => return Err(ErrorCode::Failed),
+            }
+            reread(&guard.name).await
+        }
+        Operation::Capture {
+            guard,
+            group,
+            member,
+            labels,
+        } => {
+            guarded(&guard).await?;
+            let mut capture = microsandbox::Snapshot::builder(&member)
+                .from_sandbox(&guard.name)
+                .group(&group)
+                .full()
+                .record_integrity()
+                .guest_flush(microsandbox::snapshot::GuestFlush::Skip);
+            for (key, value) in labels {
+                capture = capture.label(key, value);
+            }
+            capture.create().await.map_err(code)?;
+            let snapshot = snapshot(&group, &member).await?;
+            Ok(Outcome::Snapshot { snapshot })
+        }
+        Operation::Restore {
+            group,
+            member,
+            snapshot_id,
+            name,
+            network,
+        } => {
+            let found = snapshot(&group, &member).await?;
+            if found.id != snapshot_id {
+                return Err(ErrorCode::Replaced);
+            }
+            let restore = Sandbox::restore(format!("{group}:{member}")).name(&name);
+            let restore = match network {
+                NetworkPolicy::None => restore.network_policy(microsandbox::NetworkPolicy::none()),
+                NetworkPolicy::Public => restore.network_policy(public()),
+            };
+            restore.restore().await.map_err(code)?;
+            reread(&name).await
+        }
+        Operation::Metrics { guard } => {
+            let handle = guarded(&guard).await?;
+            if handle.status_snapshot() != SandboxStatus::Running {
+                return Err(ErrorCode::NotFound);
+            }
+            let sample = handle.metrics().await.map_err(code)?;
+            let observed_at_ms = u64::try_from(sample.timestamp.timestamp_millis())
+                .map_err(|_| ErrorCode::Unconfirmed)?;
+            Ok(Outcome::Metrics {
+                metrics: oac_helper_protocol::Metrics {
+                    observed_at_ms,
+                    uptime_ms: u64::try_from(sample.uptime.as_millis()).unwrap_or(u64::MAX),
+                    vcpu_time_ns: sample.vcpu_time_ns,
+                    memory_bytes: sample.memory_bytes,
+                    memory_limit_bytes: sample.memory_limit_bytes,
+                },
+            })
+        }
+        Operation::Probe => Err(ErrorCode::Invalid),
     }
+}
+
+/// The VM `name` as the runtime has it now.
+async fn reread(name: &str) -> Result<Outcome, ErrorCode> {
+    let handle = Sandbox::get(name).await.map_err(code)?;
+    Ok(Outcome::Vm { vm: vm(&handle)? })
+}
+
+/// Runs a command in the guard's running VM and waits for its exit, its
+/// output bounded per stream. No exit seen (a spawn failure, a failure
+/// event, the deadline, output over the bound) is `command-unconfirmed`.
+async fn exec(
+    guard: &Guard,
+    command: &oac_helper_protocol::ExecCommand,
+    deadline_unix_ms: u64,
+) -> Result<Outcome, ErrorCode> {
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let handle = guarded(guard).await?;
+    if handle.status_snapshot() != SandboxStatus::Running {
+        return Err(ErrorCode::Failed);
+    }
+    let stdin = match &command.stdin_base64 {
+        Some(text) => base64.decode(text).map_err(|_| ErrorCode::Invalid)?,
+        None => Vec::new(),
+    };
+    let (program, args) = command.args.split_first().ok_or(ErrorCode::Invalid)?;
+    let left = deadline_unix_ms.saturating_sub(runtime::now_ms());
+    let live = handle.connect().await.map_err(code)?;
+    let mut running = live
+        .exec_stream_with(program.as_str(), |options| {
+            let options = options
+                .args(args.iter().cloned())
+                .user(command.user.as_str())
+                .stdin_bytes(stdin)
+                .timeout(std::time::Duration::from_millis(left));
+            match &command.working_dir {
+                Some(directory) => options.cwd(directory.as_str()),
+                None => options,
+            }
+        })
+        .await
+        .map_err(|_| ErrorCode::CommandUnconfirmed)?;
+    let bound = command.output_limit_bytes as usize;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let exit_code = loop {
+        match running.recv().await {
+            Some(microsandbox::ExecEvent::Stdout(bytes)) => stdout.extend_from_slice(&bytes),
+            Some(microsandbox::ExecEvent::Stderr(bytes)) => stderr.extend_from_slice(&bytes),
+            Some(microsandbox::ExecEvent::Exited { code }) => break code,
+            Some(microsandbox::ExecEvent::Started { .. }) => {}
+            Some(_) | None => return Err(ErrorCode::CommandUnconfirmed),
+        }
+        if stdout.len() > bound || stderr.len() > bound {
+            return Err(ErrorCode::CommandUnconfirmed);
+        }
+    };
+    Ok(Outcome::Exec {
+        output: oac_helper_protocol::ExecOutput {
+            stdout_base64: base64.encode(stdout),
+            stderr_base64: base64.encode(stderr),
+            exit_code,
+        },
+    })
 }
 
 /// Creates and boots the VM, detached, and reads it back. A boot that

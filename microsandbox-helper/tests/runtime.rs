@@ -5,8 +5,8 @@
 //! pass, unless `OAC_REQUIRE_MICROSANDBOX=1` (CI) makes that a failure.
 
 use oac_helper_protocol::{
-    ErrorCode, Guard, NetworkPolicy, Operation, Outcome, Request, Response, Runtime, VERSION,
-    VmSpec, decode_response, encode,
+    ErrorCode, ExecCommand, Guard, NetworkPolicy, Operation, Outcome, Request, Response, Runtime,
+    VERSION, VmSpec, decode_response, encode,
 };
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -134,11 +134,62 @@ fn lookups_find_nothing_and_cleanup_of_the_absent_is_done() {
     };
     assert_eq!(helper(&request(&runtime, kill)).outcome, Outcome::Done);
     let remove = Operation::RemoveSnapshot {
-        group: name,
+        group: name.clone(),
         member: "s-op-1".into(),
         snapshot_id: "snap_0".into(),
     };
     assert_eq!(helper(&request(&runtime, remove)).outcome, Outcome::Done);
+    // Every operation on a VM or snapshot that is not there is not-found,
+    // with nothing done.
+    let guard = Guard {
+        name: name.clone(),
+        id: "local:1".into(),
+        labels: BTreeMap::new(),
+    };
+    let absent = [
+        Operation::Exec {
+            guard: guard.clone(),
+            command: ExecCommand {
+                args: vec!["true".into()],
+                working_dir: None,
+                user: "1000:1000".into(),
+                stdin_base64: None,
+                output_limit_bytes: 1024,
+            },
+        },
+        Operation::Relabel {
+            guard: guard.clone(),
+            labels: BTreeMap::from([("io.oac.bootstrap".into(), "complete".into())]),
+        },
+        Operation::Pause {
+            guard: guard.clone(),
+        },
+        Operation::Resume {
+            guard: guard.clone(),
+        },
+        Operation::Capture {
+            guard: guard.clone(),
+            group: name.clone(),
+            member: "s-op-1".into(),
+            labels: BTreeMap::new(),
+        },
+        Operation::Restore {
+            group: name.clone(),
+            member: "s-op-1".into(),
+            snapshot_id: "snap_0".into(),
+            name: name.replace("-g0", "-g1"),
+            network: NetworkPolicy::None,
+        },
+        Operation::Metrics { guard },
+    ];
+    for operation in absent {
+        let operation_name = operation.name();
+        assert_eq!(
+            helper(&request(&runtime, operation)).outcome,
+            error(ErrorCode::NotFound),
+            "{operation_name}"
+        );
+    }
 }
 
 #[test]
