@@ -228,6 +228,7 @@ async fn http_wiring(profile: &HttpProfile) -> Result<(Engine, Wiring), HarnessE
             credential_origins: origins,
             receipts: profile.receipts,
             http_endpoint: profile.endpoint.clone(),
+            microsandbox: false,
         },
         credential_fields: profile
             .credential
@@ -306,6 +307,7 @@ impl Harness {
             configuration: wiring.configuration,
             credential: wiring.credential,
             receipts,
+            microsandbox: Default::default(),
             http_test_network: wiring.test_network,
             hook: Some(recorder.clone()),
         };

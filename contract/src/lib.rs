@@ -12,7 +12,7 @@ pub mod endpoint;
 pub mod http;
 
 /// The contract version (the WIT package version).
-pub const VERSION: &str = "0.5.0";
+pub const VERSION: &str = "0.6.0";
 /// The WIT package every interface belongs to.
 pub const PACKAGE: &str = "oac:sandbox-provider";
 /// The custom section the SDK stamps the version into.

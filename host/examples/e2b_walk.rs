@@ -135,6 +135,7 @@ async fn main() -> Result<()> {
             configuration,
             credential: Some(credential.clone()),
             receipts: Some(ReceiptStore::open(state.path())?),
+            microsandbox: Default::default(),
             http_test_network: target.network.clone(),
             ..NodeBinding::default()
         })

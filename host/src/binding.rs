@@ -1,9 +1,12 @@
 //! What an operator's node supplies for one kind at run time — the
-//! installation, the engine socket and container policy, the kind's own
-//! configuration and credential, the receipt store — and the checks that
-//! it fits what the kind's registration grants, before anything connects.
+//! installation, the engine socket and container policy, the microsandbox
+//! runtime and VM policy, the kind's own configuration and credential, the
+//! receipt store — and the checks that it fits what the kind's
+//! registration grants, before anything connects.
 
-use crate::capability::{Capabilities, HeldCredential, Unbuilt, docker, http, receipts};
+use crate::capability::{
+    Capabilities, HeldCredential, Unbuilt, docker, http, microsandbox, receipts,
+};
 use crate::registry::{Registration, RegistrationError};
 use std::path::PathBuf;
 
@@ -21,6 +24,9 @@ pub struct NodeBinding {
     pub credential: Option<String>,
     /// The durable receipt store, for kinds granted receipts.
     pub receipts: receipts::Binding,
+    /// The microsandbox helper, runtime and VM policy (kinds granted
+    /// microsandbox).
+    pub microsandbox: microsandbox::Binding,
     /// A test network for TLS fixtures (`None` in production).
     pub http_test_network: Option<crate::capability::http::TestNetwork>,
     /// Sees every native request of this binding and may inject faults
@@ -39,6 +45,7 @@ impl std::fmt::Debug for NodeBinding {
                 &self.credential.as_ref().map(|_| "[redacted]"),
             )
             .field("receipts", &self.receipts)
+            .field("microsandbox", &self.microsandbox)
             .field("http_test_network", &self.http_test_network)
             .field("hook", &self.hook)
             .finish()
@@ -96,6 +103,31 @@ impl BindingBuilder<'_> {
         self.docker(Some(socket.to_path_buf()), policy.cloned())
     }
 
+    /// The node's microsandbox helper, runtime and the pin its `msb` must
+    /// match, if the kind is granted microsandbox, and the node's VM policy
+    /// for every kind, if it has one and the kind names none of its own
+    /// ([`Self::vm_policy`]).
+    pub fn node_microsandbox(mut self, node: &microsandbox::Binding) -> Self {
+        if !self.registration.grants.microsandbox {
+            return self;
+        }
+        let named = self.binding.microsandbox.policy.take();
+        self.binding.microsandbox = microsandbox::Binding {
+            policy: named.or_else(|| node.policy.clone()),
+            ..node.clone()
+        };
+        self
+    }
+
+    /// The VM policy named for this kind, kept as named: the checks refuse
+    /// it when the kind is not granted microsandbox.
+    pub fn vm_policy(mut self, policy: Option<microsandbox::policy::VmPolicy>) -> Self {
+        if policy.is_some() {
+            self.binding.microsandbox.policy = policy;
+        }
+        self
+    }
+
     /// The node's receipt store, if the kind is granted receipts.
     pub fn node_receipts(mut self, store: Option<&receipts::ReceiptStore>) -> Self {
         self.binding.receipts = store.cloned().filter(|_| self.registration.grants.receipts);
@@ -151,6 +183,11 @@ impl NodeBinding {
             docker,
             http,
             receipts: receipts::Broker::build(grants.receipts, &self.receipts, self.hook.clone()),
+            microsandbox: microsandbox::Broker::build(
+                grants.microsandbox,
+                &self.microsandbox,
+                self.hook.clone(),
+            ),
             credential: std::sync::RwLock::new(HeldCredential::new(self.credential.clone())),
         })
     }
@@ -180,6 +217,21 @@ pub fn validate_node_binding(
     if binding.docker.policy.is_some() && !granted {
         return invalid("container_policy");
     }
+    let microsandbox = &binding.microsandbox;
+    if !registration.grants.microsandbox {
+        if microsandbox.helper.is_some() {
+            return invalid("microsandbox.helper");
+        }
+        if microsandbox.runtime.is_some() {
+            return invalid("microsandbox.runtime");
+        }
+        if microsandbox.policy.is_some() {
+            return invalid("vm_policy");
+        }
+    }
+    if let Some(field) = microsandbox_misfit(microsandbox) {
+        return invalid(field);
+    }
     if !binding.configuration.is_object() {
         return invalid("configuration");
     }
@@ -197,9 +249,50 @@ pub fn validate_node_binding(
     Ok(())
 }
 
+/// The first field of a microsandbox binding that can never work: a path
+/// that is not absolute, or a pinned digest that is not 64 lowercase hex
+/// digits (named as the node configuration's `[microsandbox]` keys).
+pub(crate) fn microsandbox_misfit(binding: &microsandbox::Binding) -> Option<&'static str> {
+    let absolute = |path: &str| std::path::Path::new(path).is_absolute();
+    let runtime = binding.runtime.as_ref();
+    let digest = &binding.pin.sha256;
+    [
+        (
+            "microsandbox.helper",
+            binding
+                .helper
+                .as_ref()
+                .is_none_or(|path| path.is_absolute()),
+        ),
+        (
+            "microsandbox.home",
+            runtime.is_none_or(|runtime| absolute(&runtime.home)),
+        ),
+        (
+            "microsandbox.msb",
+            runtime.is_none_or(|runtime| absolute(&runtime.msb)),
+        ),
+        (
+            "microsandbox.libkrunfw",
+            runtime.is_none_or(|runtime| absolute(&runtime.libkrunfw)),
+        ),
+        (
+            "microsandbox.msb_sha256",
+            digest.len() == 64
+                && digest
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        ),
+    ]
+    .into_iter()
+    .find(|(_, fits)| !fits)
+    .map(|(field, _)| field)
+}
+
 /// Checks that a binding supplies every native capability the kind is
 /// granted, as connecting needs: a kind granted Docker needs the engine
-/// socket and the container policy.
+/// socket and the container policy, one granted microsandbox the helper,
+/// the runtime and the VM policy.
 pub fn require_native(
     registration: &Registration,
     binding: &NodeBinding,
@@ -219,6 +312,18 @@ pub fn require_native(
         if binding.docker.policy.is_none() {
             return missing(
                 "a container policy: `[kinds.<kind>.container_policy]` in the node configuration (`--container-policy` for the CLI)",
+            );
+        }
+    }
+    if registration.grants.microsandbox {
+        if binding.microsandbox.helper.is_none() || binding.microsandbox.runtime.is_none() {
+            return missing(
+                "the microsandbox helper and runtime: `[microsandbox]` (`helper`, `home`, `msb`, `libkrunfw`) in the node configuration (`--microsandbox` for the CLI)",
+            );
+        }
+        if binding.microsandbox.policy.is_none() {
+            return missing(
+                "a VM policy: `[kinds.<kind>.vm_policy]` in the node configuration (`--vm-policy` for the CLI)",
             );
         }
     }
@@ -265,6 +370,7 @@ mod tests {
             configuration: serde_json::json!({}),
             credential: None,
             receipts: None,
+            microsandbox: Default::default(),
             http_test_network: None,
             hook: None,
         };
@@ -358,5 +464,129 @@ mod tests {
             ..good
         };
         assert_eq!(validate_node_binding(&registration, &offline), Ok(()));
+    }
+
+    fn vm_policy() -> microsandbox::policy::VmPolicy {
+        use microsandbox::policy::{NetworkSetting, VmPolicy, VmPolicySettings};
+        VmPolicy::new(VmPolicySettings {
+            image: format!("oac-runtime@sha256:{}", "a".repeat(64)),
+            cpus: 1,
+            memory_mib: 512,
+            root_disk_mib: 1024,
+            environment_disk_mib: 64,
+            network: NetworkSetting::None,
+            guest_profile: Default::default(),
+        })
+        .expect("valid VM policy")
+    }
+
+    fn node_microsandbox() -> microsandbox::Binding {
+        microsandbox::Binding {
+            helper: Some("/usr/lib/oac/oac-microsandbox-helper".into()),
+            runtime: Some(oac_helper_protocol::Runtime {
+                home: "/opt/oac/microsandbox/home".into(),
+                msb: "/opt/oac/microsandbox/bin/msb".into(),
+                libkrunfw: "/opt/oac/microsandbox/lib/libkrunfw.so.5".into(),
+            }),
+            pin: Default::default(),
+            policy: None,
+        }
+    }
+
+    #[test]
+    fn a_microsandbox_binding_must_fit_the_grant() {
+        let granted = Registration {
+            kind: "vm".into(),
+            grants: Grants {
+                microsandbox: true,
+                ..Grants::default()
+            },
+            ..row()
+        };
+        let build = |registration: &Registration, node: &microsandbox::Binding, named| {
+            NodeBinding::builder(registration, "inst-1")
+                .node_microsandbox(node)
+                .vm_policy(named)
+                .build()
+        };
+        let good = build(&granted, &node_microsandbox(), Some(vm_policy())).expect("fits");
+        assert_eq!(require_native(&granted, &good), Ok(()));
+        assert_eq!(good.microsandbox.policy, Some(vm_policy()));
+        assert_eq!(
+            good.microsandbox.pin,
+            microsandbox::readiness::RuntimePin::default()
+        );
+        // The node's policy for every kind (the CLI's) does as well.
+        let everyone = microsandbox::Binding {
+            policy: Some(vm_policy()),
+            ..node_microsandbox()
+        };
+        let given = build(&granted, &everyone, None).expect("fits");
+        assert_eq!(require_native(&granted, &given), Ok(()));
+
+        let with = |change: fn(&mut microsandbox::Binding)| {
+            let mut binding = good.clone();
+            change(&mut binding.microsandbox);
+            binding
+        };
+        let cases: [(NodeBinding, &str); 7] = [
+            (with(|m| m.helper = None), "`[microsandbox]`"),
+            (with(|m| m.runtime = None), "`[microsandbox]`"),
+            (with(|m| m.policy = None), "vm_policy"),
+            (
+                with(|m| m.helper = Some("oac-microsandbox-helper".into())),
+                "microsandbox.helper",
+            ),
+            (
+                with(|m| m.runtime.as_mut().expect("runtime").home = "home".into()),
+                "microsandbox.home",
+            ),
+            (
+                with(|m| m.runtime.as_mut().expect("runtime").libkrunfw = "lib".into()),
+                "microsandbox.libkrunfw",
+            ),
+            (
+                with(|m| m.pin.sha256 = "A".repeat(64)),
+                "microsandbox.msb_sha256",
+            ),
+        ];
+        for (binding, field) in cases {
+            let refused = validate_node_binding(&granted, &binding)
+                .and_then(|()| require_native(&granted, &binding));
+            let named = match &refused {
+                Err(RegistrationError::InvalidField { field: named, .. }) => named.contains(field),
+                Err(RegistrationError::Missing { what, .. }) => what.contains(field),
+                _ => false,
+            };
+            assert!(named, "{field}: {refused:?}");
+        }
+
+        // Not granted: the node's section is not given, what the kind names
+        // is refused.
+        let docker_only = row();
+        let ungiven = NodeBinding::builder(&docker_only, "inst-1")
+            .node_microsandbox(&everyone)
+            .build()
+            .expect("nothing given");
+        assert!(ungiven.microsandbox.helper.is_none() && ungiven.microsandbox.policy.is_none());
+        assert_eq!(
+            build(&docker_only, &node_microsandbox(), Some(vm_policy())).map(|_| ()),
+            Err(RegistrationError::InvalidField {
+                kind: "steerable".into(),
+                field: "vm_policy"
+            }),
+            "a VM policy without the microsandbox grant"
+        );
+        let named = NodeBinding {
+            microsandbox: node_microsandbox(),
+            ..ungiven
+        };
+        assert_eq!(
+            validate_node_binding(&docker_only, &named),
+            Err(RegistrationError::InvalidField {
+                kind: "steerable".into(),
+                field: "microsandbox.helper"
+            }),
+        );
     }
 }

@@ -131,6 +131,7 @@ pub(crate) async fn run<R>(
         Ok(())
     });
     let in_flight = store.data().capabilities.call.in_flight.clone();
+    let helpers = store.data().capabilities.call.helpers.clone();
     let work = async {
         let provider = pre
             .instantiate(&mut store)
@@ -160,6 +161,15 @@ pub(crate) async fn run<R>(
     };
     // Requests that run in tasks of their own (HTTP) are waited for too.
     overrun(given_up_at, in_flight.idle()).await;
+    // A helper process is never given up on: it may act however late, so
+    // the call (and its allocation's turn) ends only once the last exits.
+    if helpers.running() > 0 {
+        tracing::warn!(
+            event = "helper_outlives_budget",
+            "a helper process outlived the call's budget; the allocation waits for it to exit"
+        );
+        helpers.idle().await;
+    }
     let (exhausted, cpu_spent) = (store.data().limits.exhausted, store.data().cpu_spent);
     match outcome {
         Some(Ok(answer)) => Ok(answer),

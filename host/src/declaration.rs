@@ -156,17 +156,17 @@ mod tests {
         assert_eq!(
             contract_stamp(&module_with_custom_section(
                 "oac:contract-version",
-                b"0.5.0"
+                oac_contract::VERSION.as_bytes()
             )),
             Ok(())
         );
         assert_eq!(
             contract_stamp(&module_with_custom_section(
                 "oac:contract-version",
-                b"0.4.0"
+                b"0.5.0"
             )),
             Err(DeclarationError::ContractVersion {
-                found: "0.4.0".into()
+                found: "0.5.0".into()
             })
         );
         assert_eq!(

@@ -5,6 +5,11 @@
 
 use crate::binding::{self, NodeBinding};
 use crate::capability::docker::policy::{ContainerPolicy, PolicyError, PolicySettings};
+use crate::capability::microsandbox::{
+    self,
+    policy::{VmPolicy, VmPolicyError, VmPolicySettings},
+    readiness::RuntimePin,
+};
 use crate::registry::{self, Registration, RegistrationError, Registry, RegistryFileError};
 pub use crate::transport::listen::{DEFAULT_REQUEST_BODY_BUDGET_MIB, Listen, ListenError, Token};
 use serde::Deserialize;
@@ -31,6 +36,9 @@ pub struct KindSection {
     /// The container policy, for kinds granted Docker: every isolation
     /// setting of every container (the component decides none of them).
     pub container_policy: Option<PolicySettings>,
+    /// The VM policy, for kinds granted microsandbox: every setting that
+    /// isolates or sizes a VM (the component decides none of them).
+    pub vm_policy: Option<VmPolicySettings>,
     /// The kind's native configuration (the component's own).
     #[serde(default)]
     pub configuration: toml::Table,
@@ -40,6 +48,56 @@ pub struct KindSection {
     pub configuration_files: BTreeMap<String, PathBuf>,
     /// A direct kind's vendor credential, from a file private to its owner.
     pub credential_file: Option<PathBuf>,
+}
+
+/// The node's microsandbox installation (`[microsandbox]`), given to the
+/// kinds granted microsandbox: the helper the host runs for every VM
+/// operation and the runtime it drives, as `scripts/microsandbox-runtime.sh`
+/// installs it.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MicrosandboxSection {
+    /// The helper executable (`oac-microsandbox-helper`), absolute.
+    pub helper: PathBuf,
+    /// The runtime's home (`MSB_HOME`), absolute; private to the node.
+    pub home: PathBuf,
+    /// The `msb` executable (`MSB_PATH`), absolute.
+    pub msb: PathBuf,
+    /// The `libkrunfw` library (`MSB_LIBKRUNFW_PATH`), absolute.
+    pub libkrunfw: PathBuf,
+    /// The SHA-256 `msb` must have, lowercase hex (default: that of the
+    /// release the helper links), so that VMs run only on the runtime the
+    /// operator pinned.
+    pub msb_sha256: Option<String>,
+}
+
+impl MicrosandboxSection {
+    /// The binding it gives a kind granted microsandbox, checked (paths
+    /// absolute, the digest 64 lowercase hex digits); without a VM policy,
+    /// which is each kind's own.
+    pub fn binding(&self) -> Result<microsandbox::Binding, ConfigError> {
+        let text = |path: &Path| path.to_string_lossy().into_owned();
+        let binding = microsandbox::Binding {
+            helper: Some(self.helper.clone()),
+            runtime: Some(oac_helper_protocol::Runtime {
+                home: text(&self.home),
+                msb: text(&self.msb),
+                libkrunfw: text(&self.libkrunfw),
+            }),
+            pin: RuntimePin {
+                sha256: self
+                    .msb_sha256
+                    .clone()
+                    .unwrap_or_else(|| RuntimePin::default().sha256),
+                ..RuntimePin::default()
+            },
+            policy: None,
+        };
+        match binding::microsandbox_misfit(&binding) {
+            Some(field) => Err(ConfigError::Microsandbox(field)),
+            None => Ok(binding),
+        }
+    }
 }
 
 /// The file as written.
@@ -64,6 +122,7 @@ struct File {
     kinds: BTreeMap<String, KindSection>,
     registry: Option<PathBuf>,
     node_id: Option<String>,
+    microsandbox: Option<MicrosandboxSection>,
 }
 
 fn default_in_flight() -> u32 {
@@ -166,6 +225,17 @@ pub enum ConfigError {
         /// The field.
         error: PolicyError,
     },
+    /// A kind's VM policy is refused.
+    #[error("kinds.{kind}.{error}")]
+    VmPolicy {
+        /// The kind.
+        kind: String,
+        /// The field.
+        error: VmPolicyError,
+    },
+    /// `[microsandbox]` is refused: the field.
+    #[error("{0}: {rule}", rule = microsandbox_rule(.0))]
+    Microsandbox(&'static str),
     /// A kind's binding breaks the registry's rules.
     #[error(transparent)]
     Binding(#[from] RegistrationError),
@@ -204,6 +274,15 @@ pub enum ConfigError {
     /// `compile_cache` is unusable.
     #[error(transparent)]
     CompileCache(#[from] crate::compile_cache::CacheError),
+}
+
+/// What a `[microsandbox]` field must be.
+fn microsandbox_rule(field: &str) -> &'static str {
+    if field.ends_with("msb_sha256") {
+        "64 lowercase hex digits"
+    } else {
+        "an absolute path"
+    }
 }
 
 impl Token {
@@ -320,6 +399,13 @@ impl NodeConfig {
             }
             _ => None,
         };
+        // Checked whether or not a served kind is granted microsandbox.
+        let node_microsandbox = file
+            .microsandbox
+            .as_ref()
+            .map(MicrosandboxSection::binding)
+            .transpose()?
+            .unwrap_or_default();
         let mut registrations = Vec::new();
         let mut bindings = BTreeMap::new();
         let mut memory_mib = 0u64;
@@ -376,6 +462,15 @@ impl NodeConfig {
                     kind: kind.clone(),
                     error,
                 })?;
+            let vm_policy = section
+                .vm_policy
+                .clone()
+                .map(VmPolicy::new)
+                .transpose()
+                .map_err(|error| ConfigError::VmPolicy {
+                    kind: kind.clone(),
+                    error,
+                })?;
             let direct = registration.mode == registry::Mode::Direct;
             if direct && file.listen.tcp.is_some() {
                 return Err(ConfigError::DirectOverTcp(kind));
@@ -399,6 +494,8 @@ impl NodeConfig {
             };
             let binding = NodeBinding::builder(registration, &file.installation)
                 .docker(section.docker_socket, container_policy)
+                .node_microsandbox(&node_microsandbox)
+                .vm_policy(vm_policy)
                 .node_receipts(receipts.as_ref())
                 .configuration(configuration)
                 .credential(credential)
@@ -684,6 +781,145 @@ memory_mb = 1024
         )
         .expect("allow-all profile");
         assert!(refused(files.config(DOCKER)).contains("container_policy.seccomp_profile"));
+    }
+
+    const MICROSANDBOX: &str = r#"
+[microsandbox]
+helper = "/usr/lib/oac/oac-microsandbox-helper"
+home = "/opt/oac/microsandbox/home"
+msb = "/opt/oac/microsandbox/bin/msb"
+libkrunfw = "/opt/oac/microsandbox/lib/libkrunfw.so.5.6.1"
+[kinds.vm.vm_policy]
+image = "registry.example/oac-runtime:1@sha256:0000000000000000000000000000000000000000000000000000000000000001"
+cpus = 2
+memory_mib = 2048
+root_disk_mib = 4096
+environment_disk_mib = 1024
+network = "none"
+"#;
+
+    /// The built-in rows and `vm`, a node kind granted microsandbox.
+    fn with_a_vm_kind() -> Vec<Registration> {
+        let mut table = registry::builtin();
+        table.push(Registration {
+            kind: "vm".into(),
+            grants: registry::Grants {
+                microsandbox: true,
+                ..Default::default()
+            },
+            ..crate::testing::steerable_row()
+        });
+        table
+    }
+
+    #[test]
+    fn a_kind_granted_microsandbox_gets_the_nodes_runtime_and_its_vm_policy() {
+        let files = Files::new();
+        let table = with_a_vm_kind();
+        let config = NodeConfig::parse(&files.config(MICROSANDBOX), &table).expect("valid");
+        let binding = &config.bindings["vm"].microsandbox;
+        assert_eq!(
+            binding.helper.as_deref(),
+            Some(Path::new("/usr/lib/oac/oac-microsandbox-helper"))
+        );
+        let runtime = binding.runtime.as_ref().expect("runtime");
+        assert_eq!(runtime.home, "/opt/oac/microsandbox/home");
+        assert_eq!(runtime.msb, "/opt/oac/microsandbox/bin/msb");
+        assert_eq!(
+            runtime.libkrunfw,
+            "/opt/oac/microsandbox/lib/libkrunfw.so.5.6.1"
+        );
+        assert_eq!(binding.pin, RuntimePin::default());
+        let policy = binding.policy.as_ref().expect("policy");
+        assert_eq!(policy.settings().cpus, 2);
+        drop(config);
+
+        // Another digest, pinned by the operator.
+        let digest = "ab".repeat(32);
+        let pinned = MICROSANDBOX.replace(
+            "[kinds.vm.vm_policy]",
+            &format!("msb_sha256 = \"{digest}\"\n[kinds.vm.vm_policy]"),
+        );
+        let config = NodeConfig::parse(&files.config(&pinned), &table).expect("valid");
+        assert_eq!(config.bindings["vm"].microsandbox.pin.sha256, digest);
+        drop(config);
+
+        // A kind not granted microsandbox is given nothing of it.
+        let beside = format!("{MICROSANDBOX}{DOCKER}");
+        let config = NodeConfig::parse(&files.config(&beside), &table).expect("valid");
+        let docker = &config.bindings["docker"].microsandbox;
+        assert!(docker.helper.is_none() && docker.runtime.is_none() && docker.policy.is_none());
+    }
+
+    #[test]
+    fn a_microsandbox_binding_is_refused_by_the_field_never_its_value() {
+        let files = Files::new();
+        let table = with_a_vm_kind();
+        let refused = |tail: String| refusal(&files.config(&tail), &table);
+
+        let unpinned = refused(MICROSANDBOX.replace(
+            "registry.example/oac-runtime:1@sha256:0000000000000000000000000000000000000000000000000000000000000001",
+            "hunter2:latest",
+        ));
+        assert!(unpinned.contains("kinds.vm.vm_policy.image"), "{unpinned}");
+        assert!(!unpinned.contains("hunter2"), "{unpinned}");
+        let small = refused(MICROSANDBOX.replace("memory_mib = 2048", "memory_mib = 16"));
+        assert!(small.contains("kinds.vm.vm_policy.memory_mib"), "{small}");
+        let unknown = refused(MICROSANDBOX.replace("cpus = 2", "cpus = 2\nprivileged = true"));
+        assert!(unknown.contains("`privileged`"), "{unknown}");
+
+        let relative = refused(MICROSANDBOX.replace(
+            "helper = \"/usr/lib/oac/oac-microsandbox-helper\"",
+            "helper = \"hunter2\"",
+        ));
+        assert!(relative.starts_with("microsandbox.helper:"), "{relative}");
+        assert!(!relative.contains("hunter2"), "{relative}");
+        let home = refused(
+            MICROSANDBOX.replace("home = \"/opt/oac/microsandbox/home\"", "home = \"home\""),
+        );
+        assert!(home.starts_with("microsandbox.home:"), "{home}");
+        let digest = refused(MICROSANDBOX.replace(
+            "[kinds.vm.vm_policy]",
+            &format!("msb_sha256 = \"{}\"\n[kinds.vm.vm_policy]", "AB".repeat(32)),
+        ));
+        assert!(digest.starts_with("microsandbox.msb_sha256:"), "{digest}");
+        let stray = refused(MICROSANDBOX.replace("msb =", "msb_version = \"0.7.12\"\nmsb ="));
+        assert!(stray.contains("`msb_version`"), "{stray}");
+
+        // A VM policy for a kind not granted microsandbox.
+        let ungranted = refused(format!(
+            "{DOCKER}[kinds.docker.vm_policy]\n{}",
+            MICROSANDBOX
+                .split_once("[kinds.vm.vm_policy]\n")
+                .expect("policy")
+                .1
+        ));
+        assert!(
+            ungranted.contains("`docker`") && ungranted.contains("vm_policy"),
+            "{ungranted}"
+        );
+
+        // A kind granted microsandbox needs `[microsandbox]` and its policy.
+        let without = MICROSANDBOX
+            .split_once("[kinds.vm.vm_policy]")
+            .expect("policy")
+            .1;
+        let no_section = refused(format!("[kinds.vm.vm_policy]{without}"));
+        assert!(
+            no_section.contains("`vm` needs") && no_section.contains("`[microsandbox]`"),
+            "{no_section}"
+        );
+        let no_policy = refused(format!(
+            "{}[kinds.vm]\n",
+            MICROSANDBOX
+                .split_once("[kinds.vm.vm_policy]")
+                .expect("policy")
+                .0
+        ));
+        assert!(
+            no_policy.contains("`vm` needs") && no_policy.contains("[kinds.<kind>.vm_policy]"),
+            "{no_policy}"
+        );
     }
 
     #[test]

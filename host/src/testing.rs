@@ -86,6 +86,20 @@ pub fn steerable_row() -> Registration {
     }
 }
 
+/// The self-test component as a node kind granted microVMs (the
+/// `microsandbox` capability) and nothing else.
+pub fn steerable_vm_row() -> Registration {
+    use crate::registry::Grants;
+    Registration {
+        kind: "steerable-vm".into(),
+        grants: Grants {
+            microsandbox: true,
+            ..Grants::default()
+        },
+        ..steerable_row()
+    }
+}
+
 /// The self-test component as a direct kind: what runs on Core's side, with
 /// a credential and durable receipts (and so settlement records).
 pub fn steerable_direct_row() -> Registration {

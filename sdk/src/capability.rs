@@ -44,6 +44,13 @@ pub mod log {
 /// Outbound HTTP to allowlisted origins, over `wasi:http`.
 pub mod http;
 
+/// microVMs through the host's microsandbox helper: the component names an
+/// allocation of its call and an incarnation by its generation, never a VM
+/// (see `wit/microsandbox.wit`).
+pub mod microsandbox {
+    pub use crate::__bindings::oac::sandbox_provider::microsandbox::*;
+}
+
 /// The Docker Engine subset. The host owns every container's isolation
 /// (user, capabilities, seccomp, read-only root, masks, network, image,
 /// limits) and every name: a spec carries only the adapter's own decisions,

@@ -152,7 +152,7 @@ pub mod endpoint {
 
 /// Everything an adapter usually needs.
 pub mod prelude {
-    pub use crate::capability::{context, docker, http, log, receipts};
+    pub use crate::capability::{context, docker, http, log, microsandbox, receipts};
     pub use crate::configuration::{JsonConfiguration, JsonConfigured};
     pub use crate::export_provider;
     pub use crate::guest::*;

@@ -120,6 +120,7 @@ pub(crate) async fn docker_host_at(
         configuration: docker_configuration(),
         credential: None,
         receipts: None,
+        microsandbox: Default::default(),
         http_test_network: None,
         hook: None,
     };

@@ -104,6 +104,7 @@ pub(crate) async fn load_row(
                 configuration: configuration.clone(),
                 credential: None,
                 receipts: None,
+                microsandbox: Default::default(),
                 http_test_network: None,
                 hook: None,
             };

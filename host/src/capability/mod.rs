@@ -79,6 +79,8 @@ pub enum Action {
     Http(http::HttpAction),
     /// A read or durable write of the call's receipts.
     Receipts(receipts::ReceiptAction),
+    /// A microsandbox helper operation.
+    Microsandbox(microsandbox::VmAction),
 }
 
 impl Action {
@@ -88,6 +90,7 @@ impl Action {
             Action::Docker(_) => "docker",
             Action::Http(_) => "http",
             Action::Receipts(_) => "receipts",
+            Action::Microsandbox(_) => "microsandbox",
         }
     }
 
@@ -97,6 +100,7 @@ impl Action {
             Action::Docker(action) => action.name(),
             Action::Http(action) => action.name(),
             Action::Receipts(action) => action.name(),
+            Action::Microsandbox(action) => action.name(),
         }
     }
 
@@ -106,6 +110,7 @@ impl Action {
             Action::Docker(action) => action.is_read(),
             Action::Http(action) => action == http::HttpAction::Get,
             Action::Receipts(action) => action.is_read(),
+            Action::Microsandbox(action) => action.is_read(),
         }
     }
 
@@ -115,6 +120,7 @@ impl Action {
             Action::Docker(action) => action.is_removal(),
             Action::Http(action) => action == http::HttpAction::Delete,
             Action::Receipts(_) => false,
+            Action::Microsandbox(action) => action.is_removal(),
         }
     }
 }
@@ -149,6 +155,8 @@ pub(crate) struct Capabilities {
     pub http: http::Broker,
     /// The receipt store, when granted.
     pub receipts: Option<receipts::Broker>,
+    /// The microVM broker, when granted.
+    pub microsandbox: Option<microsandbox::Broker>,
     /// The credential, kept host-side for the HTTP capability, and what
     /// finds it in a request, an answer or a log line; replaced only under
     /// the kind's call fence.
@@ -200,13 +208,17 @@ impl Capabilities {
     }
 
     /// Whether the kind's compute gets exactly `access`. Under the Docker
-    /// capability the host's container policy decides the network, so a
+    /// or microsandbox capability the host's policy decides the network, so a
     /// bootstrap asking for another is refused before anything runs; a
     /// vendor reached over HTTP applies the request itself.
     pub(crate) fn enforces(&self, access: oac_provider_api::types::NetworkAccess) -> bool {
         self.docker
             .as_ref()
             .is_none_or(|docker| docker.policy().enforces(access))
+            && self
+                .microsandbox
+                .as_ref()
+                .is_none_or(|microsandbox| microsandbox.enforces(access))
     }
 }
 
@@ -268,6 +280,10 @@ pub(crate) struct Call {
     pub(crate) scope: CallScope,
     pub(crate) deadline: Instant,
     pub(crate) in_flight: InFlight,
+    /// The call's helper processes (microsandbox): never killed, and
+    /// waited for without bound, so the allocation's turn is held until the
+    /// last one exits ([`crate::call`]).
+    pub(crate) helpers: InFlight,
     /// The input's secrets ([`CallInput`], a candidate credential among
     /// them); with the kind's credential, what [`Call::secrets`] finds.
     input_secrets: Vec<String>,
@@ -334,6 +350,7 @@ impl CallCapabilities {
                 scope,
                 deadline,
                 in_flight,
+                helpers: InFlight::default(),
                 input_secrets: secrets,
                 secrets: std::sync::OnceLock::new(),
             },
@@ -361,6 +378,10 @@ impl CallCapabilities {
     fn receipts(&mut self) -> receipts::View<'_> {
         receipts::View { call: &self.call }
     }
+
+    fn microsandbox(&mut self) -> microsandbox::View<'_> {
+        microsandbox::View { call: &self.call }
+    }
 }
 
 /// Store data that holds a call's capabilities.
@@ -383,6 +404,7 @@ pub(crate) fn add_to_linker<T: HoldsCapabilities>(
     context::add_to_linker(linker, |t: &mut T| t.capabilities().context())?;
     docker::add_to_linker(linker, |t: &mut T| t.capabilities().docker())?;
     log::add_to_linker(linker, |t: &mut T| t.capabilities().log())?;
+    microsandbox::add_to_linker(linker, |t: &mut T| t.capabilities().microsandbox())?;
     receipts::add_to_linker(linker, |t: &mut T| t.capabilities().receipts())
 }
 

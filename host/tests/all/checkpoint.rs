@@ -49,6 +49,7 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
                 http_origins: vec![vendor.origin()],
                 credential_origins: vec![vendor.origin()],
                 receipts: false,
+                microsandbox: false,
                 http_endpoint: None,
             },
             ..steerable(kind)

@@ -61,6 +61,7 @@ async fn load(
             http_origins: vec![origin.to_string()],
             credential_origins: vec![origin.to_string()],
             receipts: false,
+            microsandbox: false,
             http_endpoint: None,
         },
         credential_fields: match mode {

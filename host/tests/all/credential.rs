@@ -89,6 +89,7 @@ fn row(kind: &str, origins: &[&str], credential_origins: &[&str]) -> Registratio
                 .map(|origin| origin.to_string())
                 .collect(),
             receipts: true,
+            microsandbox: false,
             http_endpoint: None,
         },
         ..row

@@ -42,6 +42,7 @@ async fn load(fake: &FakeE2b, store: &ReceiptStore) -> Host {
         }),
         credential: Some(json!({"api_key": e2b_api::API_KEY}).to_string()),
         receipts: Some(store.clone()),
+        microsandbox: Default::default(),
         http_test_network: Some(TestNetwork {
             root_certificate_pem: fake.ca_pem().as_bytes().to_vec(),
             address: fake.address(),

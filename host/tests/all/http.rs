@@ -37,6 +37,7 @@ fn fetcher(origin: &str) -> Registration {
             http_origins: vec![origin.to_string()],
             credential_origins: vec![origin.to_string()],
             receipts: false,
+            microsandbox: false,
             http_endpoint: None,
         },
         credential_fields: vec!["api_key".into(), "team".into()],
@@ -109,6 +110,7 @@ async fn observations_send_only_reads() {
             http_origins: vec![origin.clone()],
             credential_origins: vec![origin.clone()],
             receipts: false,
+            microsandbox: false,
             http_endpoint: None,
         },
         ..steerable("observer")

@@ -52,7 +52,8 @@
 //! answers each outcome in its public object, the probe one diagnostic
 //! per refusal.
 //!
-//! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`).
+//! Actions `receipt-*` use the `receipts` capability (see `receipts.rs`),
+//! action `vm` the `microsandbox` capability (see `vm.rs`).
 //!
 //! The declaration `observing` declares `observe` and `observe-batch`
 //! supported: each target's observation runs the steered Docker action (or,
@@ -77,6 +78,7 @@ use serde::Deserialize;
 mod checkpoint;
 mod receipts;
 mod vendor;
+mod vm;
 
 struct Steerable;
 
@@ -130,6 +132,10 @@ struct Steering {
     receipt_key: Option<String>,
     receipt_value: Option<String>,
     receipt_bytes: Option<usize>,
+    /// `vm`: the microsandbox steps of create and get-info, and of kill
+    /// (see `vm.rs`).
+    vm_steps: Vec<vm::VmStep>,
+    vm_kill_steps: Vec<vm::VmStep>,
 }
 
 /// A GET of the steered `url`, with the credential in the steered header:
@@ -608,6 +614,10 @@ fn act(steering: &Steering, allocation: Reference) -> Result<Info, Error> {
     }
     match steering.action.as_str() {
         "" | "none" => Ok(info(allocation, Some(NATIVE_ID.into()))),
+        "vm" => {
+            let outcomes = vm::run(&steering.vm_steps, &allocation);
+            Ok(info(allocation, Some(outcomes)))
+        }
         // An observation that claims to settle a Create.
         "settle-on-observation" => Ok(Info {
             create_settled: true,
@@ -795,6 +805,13 @@ impl exports::sandbox_provider::Guest for Steerable {
         let steering = steering();
         if steering.action == "receipt-settled-absence" {
             return Ok(receipts::settled_absence(&steering, allocation));
+        }
+        if steering.action == "vm" {
+            let outcomes = vm::run(&steering.vm_kill_steps, &allocation);
+            return Ok(Info {
+                state: LifecycleState::Absent,
+                ..info(allocation, Some(outcomes))
+            });
         }
         match vendor_base(&steering) {
             Some(base) => vendor::kill(&base, allocation),

@@ -64,6 +64,10 @@ pub struct Grants {
     /// and Kill may claim settlement on them, in process and through a node.
     #[serde(default)]
     pub receipts: bool,
+    /// microVMs through the host's microsandbox helper (node kinds only;
+    /// the node supplies the helper, the runtime and the VM policy).
+    #[serde(default)]
+    pub microsandbox: bool,
     /// HTTP origins the kind's configuration names.
     #[serde(default)]
     pub http_endpoint: Option<EndpointGrant>,

@@ -195,6 +195,9 @@ pub fn validate_registration(registration: &Registration) -> Result<(), Registra
     if grants.docker && registration.mode != Mode::Nodes {
         return invalid("grants.docker");
     }
+    if grants.microsandbox && registration.mode != Mode::Nodes {
+        return invalid("grants.microsandbox");
+    }
     if grants
         .http_origins
         .iter()
@@ -355,6 +358,7 @@ mod tests {
                 http_origins: Vec::new(),
                 credential_origins: Vec::new(),
                 receipts: false,
+                microsandbox: false,
                 http_endpoint: Some(EndpointGrant {
                     default_domain: "localhost".into(),
                     ..grant.clone()
@@ -433,6 +437,18 @@ mod tests {
             (
                 Registration {
                     mode: Mode::Direct,
+                    grants: Grants {
+                        docker: false,
+                        microsandbox: true,
+                        ..Grants::default()
+                    },
+                    ..row()
+                },
+                "grants.microsandbox",
+            ),
+            (
+                Registration {
+                    mode: Mode::Direct,
                     ..row()
                 },
                 "grants.docker",
@@ -444,6 +460,7 @@ mod tests {
                         http_origins: vec!["http://vendor.example".into()],
                         credential_origins: Vec::new(),
                         receipts: false,
+                        microsandbox: false,
                         http_endpoint: None,
                     },
                     ..row()
@@ -457,6 +474,7 @@ mod tests {
                         http_origins: vec!["https://vendor.example/path".into()],
                         credential_origins: Vec::new(),
                         receipts: false,
+                        microsandbox: false,
                         http_endpoint: None,
                     },
                     ..row()
@@ -470,6 +488,7 @@ mod tests {
                         http_origins: vec!["https://api.vendor.example".into()],
                         credential_origins: vec!["https://files.vendor.example".into()],
                         receipts: false,
+                        microsandbox: false,
                         http_endpoint: None,
                     },
                     ..row()

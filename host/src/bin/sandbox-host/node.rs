@@ -1,12 +1,17 @@
 //! What the node supplies to each kind when the host runs in this process
 //! (`validate`, `describe`, `probe`, `call`): the plugin directory, the
-//! installation, the engine socket, the container policy, configurations.
+//! installation, the engine socket, the container policy, the microsandbox
+//! runtime and VM policy, configurations.
 
 use anyhow::{Context, Result};
 use clap::Args;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::capability::microsandbox::{
+    self,
+    policy::{VmPolicy, VmPolicySettings},
+};
 use sandbox_host::host::Connect;
-use sandbox_host::node_config::decode_toml;
+use sandbox_host::node_config::{MicrosandboxSection, decode_toml};
 use sandbox_host::{Host, NodeBinding, Runtime, registry};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -30,6 +35,18 @@ pub(crate) struct NodeArgs {
     /// nested_sandbox). Needed by commands that reach the engine.
     #[arg(long, value_name = "FILE")]
     container_policy: Option<PathBuf>,
+    /// The microsandbox helper and runtime of kinds granted microsandbox: a
+    /// TOML file with the keys of a node configuration's `[microsandbox]`
+    /// (helper, home, msb, libkrunfw, msb_sha256).
+    #[arg(long, value_name = "FILE")]
+    microsandbox: Option<PathBuf>,
+    /// The VM policy of kinds granted microsandbox: a TOML file with the
+    /// keys of a node configuration's `[kinds.<kind>.vm_policy]` (image,
+    /// cpus, memory_mib, root_disk_mib, environment_disk_mib, network,
+    /// guest_profile). Needed, with `--microsandbox`, by commands that run
+    /// VMs.
+    #[arg(long, value_name = "FILE")]
+    vm_policy: Option<PathBuf>,
     /// The operator's registry file (TOML): the kinds it adds to the
     /// built-in ones, each with its component's pinned SHA-256 and
     /// declaration (docs/operating.md).
@@ -66,6 +83,30 @@ impl NodeArgs {
         Ok(Some(ContainerPolicy::load(&settings)?))
     }
 
+    /// Reads `--microsandbox` and `--vm-policy` into the binding given to
+    /// every kind granted microsandbox.
+    fn microsandbox(&self) -> Result<microsandbox::Binding> {
+        fn read<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T> {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            decode_toml(&text).map_err(|message| anyhow::anyhow!("{}: {message}", path.display()))
+        }
+        let mut binding = match &self.microsandbox {
+            Some(path) => read::<MicrosandboxSection>(path)?
+                .binding()
+                .with_context(|| format!("--microsandbox {}", path.display()))?,
+            None => microsandbox::Binding::default(),
+        };
+        if let Some(path) = &self.vm_policy {
+            let settings: VmPolicySettings = read(path)?;
+            binding.policy = Some(
+                VmPolicy::new(settings)
+                    .with_context(|| format!("--vm-policy {}", path.display()))?,
+            );
+        }
+        Ok(binding)
+    }
+
     /// The binding of every row of `table` (`registry` says which kinds
     /// are direct).
     fn bindings(
@@ -74,6 +115,7 @@ impl NodeArgs {
         table: &[registry::Registration],
     ) -> Result<BTreeMap<String, NodeBinding>> {
         let policy = self.container_policy()?;
+        let microsandbox = self.microsandbox()?;
         let mut configurations = BTreeMap::new();
         for entry in &self.configurations {
             let (kind, text) = entry
@@ -114,6 +156,7 @@ impl NodeArgs {
             .map(|registration| {
                 let binding = NodeBinding::builder(registration, &self.installation)
                     .node_docker(&self.docker_socket, policy.as_ref())
+                    .node_microsandbox(&microsandbox)
                     .node_receipts(receipts.as_ref())
                     .configuration(
                         configurations

@@ -110,6 +110,18 @@ impl VmPolicy {
         }
     }
 
+    /// Whether a VM under this policy gets exactly the network access a
+    /// bootstrap asks for: `disabled` only on `none`, `enabled` only on
+    /// `public`, never `restricted` (the policy names no domains).
+    pub fn enforces(&self, access: oac_provider_api::types::NetworkAccess) -> bool {
+        use oac_provider_api::types::NetworkAccess;
+        match access {
+            NetworkAccess::Disabled => self.0.network == NetworkSetting::None,
+            NetworkAccess::Enabled => self.0.network == NetworkSetting::Public,
+            NetworkAccess::Restricted => false,
+        }
+    }
+
     /// What to create for VM `name`, labelled `labels`.
     pub fn spec(&self, name: &str, labels: BTreeMap<String, String>) -> VmSpec {
         VmSpec {

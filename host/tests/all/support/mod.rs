@@ -140,6 +140,7 @@ pub(crate) fn binding(socket: Option<PathBuf>, configuration: serde_json::Value)
         configuration,
         credential: None,
         receipts: None,
+        microsandbox: Default::default(),
         http_test_network: None,
         hook: None,
     }
