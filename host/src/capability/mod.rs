@@ -291,6 +291,16 @@ pub(crate) struct Call {
 }
 
 impl Call {
+    /// Whether any of `texts` carries a secret of the call (confidential
+    /// input travels only in stdin, never in arguments or names).
+    pub(crate) fn carries_secret<'a>(&self, texts: impl IntoIterator<Item = &'a String>) -> bool {
+        let secrets = self.secrets();
+        !secrets.is_empty()
+            && texts
+                .into_iter()
+                .any(|text| secrets.found_in(text.as_bytes()))
+    }
+
     /// What finds every secret of the call: the kind's credential and the
     /// input's secrets. Built when first needed (most calls log nothing
     /// and pass no command), and shared with the kind when the input has

@@ -68,15 +68,6 @@ impl View<'_> {
             &self.state.fresh,
         ))
     }
-
-    /// Whether any of `texts` carries a secret of the call.
-    fn carries_secret<'a>(&self, texts: impl IntoIterator<Item = &'a String>) -> bool {
-        let secrets = self.call.secrets();
-        !secrets.is_empty()
-            && texts
-                .into_iter()
-                .any(|text| secrets.found_in(text.as_bytes()))
-    }
 }
 
 impl Call {
@@ -150,7 +141,7 @@ impl docker::Host for View<'_> {
         // A credential (the Create's daemon credential) travels only in a
         // file or on stdin, never in what an inspection or `ps` shows.
         let shown = spec.cmd.iter().chain(&spec.env).chain(&spec.working_dir);
-        if self.carries_secret(shown) {
+        if self.call.carries_secret(shown) {
             self.docker("container-create", &spec.name, Effect::Creates)?;
             return Err(docker::DockerError::Invalid);
         }
@@ -215,7 +206,10 @@ impl docker::Host for View<'_> {
         container: String,
         spec: docker::ExecSpec,
     ) -> Result<docker::ExecOutput, docker::DockerError> {
-        if self.carries_secret(spec.args.iter().chain(&spec.working_dir)) {
+        if self
+            .call
+            .carries_secret(spec.args.iter().chain(&spec.working_dir))
+        {
             self.docker("exec", &container, Effect::Changes)?;
             return Err(docker::DockerError::Invalid);
         }

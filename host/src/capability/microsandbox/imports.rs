@@ -445,16 +445,6 @@ impl View<'_> {
         }
         Ok(resolved)
     }
-
-    /// Whether any of `texts` carries a secret of the call (confidential
-    /// input travels only in stdin).
-    fn carries_secret<'a>(&self, texts: impl IntoIterator<Item = &'a String>) -> bool {
-        let secrets = self.call.secrets();
-        !secrets.is_empty()
-            && texts
-                .into_iter()
-                .any(|text| secrets.found_in(text.as_bytes()))
-    }
 }
 
 /// Checks a command against the contract's bounds.
@@ -572,7 +562,10 @@ impl wit::Host for View<'_> {
     ) -> Result<wit::VmExecOutput, VmError> {
         let owned = self.owned("exec", allocation, Effect::Changes)?;
         check_exec(&command)?;
-        if self.carries_secret(command.args.iter().chain(&command.working_dir)) {
+        if self
+            .call
+            .carries_secret(command.args.iter().chain(&command.working_dir))
+        {
             return Err(refused("secret_outside_stdin", VmError::Invalid));
         }
         let resolved = self.usable(&owned, &target).await?;
