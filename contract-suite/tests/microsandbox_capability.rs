@@ -216,6 +216,21 @@ async fn load(microsandbox: Binding, steps: Value, kill_steps: Value) -> (Host, 
     (host, recorder)
 }
 
+/// A Create's input for `allocation` whose daemon credential is `credential`
+/// (a secret of the call), with no network (the VM policy's).
+fn bootstrap(allocation: &str, credential: &str) -> Bootstrap {
+    Bootstrap {
+        reference: reference(allocation),
+        session_id: "session".into(),
+        device_id: "device".into(),
+        core_url: "https://core.example".into(),
+        daemon_credential: credential.into(),
+        harness: "harness".into(),
+        network_access: NetworkAccess::Disabled,
+        allowed_domains: vec![],
+    }
+}
+
 fn outcomes(provider_id: Option<String>) -> Vec<Value> {
     serde_json::from_str(&provider_id.expect("outcomes")).expect("a JSON array")
 }
@@ -491,6 +506,56 @@ async fn an_id_or_ancestry_the_vm_does_not_have_answers_ownership() {
 }
 
 #[tokio::test]
+async fn confidential_input_travels_only_in_stdin_and_snapshot_names_stay_the_hosts() {
+    let secret = "daemon-credential-7f3a9c";
+    let steps = json!([
+        step("create"),
+        {"call": "exec", "args": ["echo", secret], "as_root": true},
+        {"call": "exec", "args": ["sha256sum"], "stdin": secret, "as_root": true},
+        {"call": "exec", "args": ["cat"], "working_dir": format!("/home/{secret}")},
+        step("mark-bootstrapped"),
+        {"call": "capture", "operation_id": "../escape"},
+        {"call": "capture", "operation_id": "group:member"},
+        {"call": "capture", "operation_id": ""},
+        {"call": "find-snapshot", "operation_id": "a/b"},
+        {"call": "capture", "operation_id": "fine-1"},
+    ]);
+    let bench = Bench::new(steps, json!([])).await;
+    let answer = bench
+        .kind()
+        .create(bootstrap("a", secret), budget(20_000))
+        .await
+        .expect("answers");
+    let out = outcomes(answer.provider_id);
+    let errors: Vec<&str> = out.iter().map(error).collect();
+    assert_eq!(
+        errors,
+        [
+            "ok", "invalid", "ok", "invalid", "ok", "invalid", "invalid", "invalid", "invalid",
+            "ok"
+        ],
+        "{out:?}"
+    );
+    assert!(
+        out[2]["ok"]["stdout"]
+            .as_str()
+            .is_some_and(|digest| digest.len() > 64),
+        "stdin reached the command"
+    );
+    let execs = bench
+        .journal()
+        .iter()
+        .filter(|line| line.starts_with("exec "))
+        .count();
+    assert_eq!(execs, 1, "only the command with its secret in stdin ran");
+    let state = bench.fake.state().expect("state");
+    assert_eq!(
+        state.snapshots.keys().collect::<Vec<_>>(),
+        [&format!("{}:s-fine-1", vm_name("a", 0))]
+    );
+}
+
+#[tokio::test]
 async fn an_answer_shown_as_another_installations_answers_ownership() {
     let bench = Bench::new(json!([step("create"), at("remove", 0)]), json!([])).await;
     *bench.recorder.fault.lock().expect("lock") =
@@ -679,19 +744,7 @@ async fn a_kill_queued_behind_a_create_whose_budget_ended_never_overtakes_it() {
         .expect("fault");
     let kind = bench.kind();
     let started = Instant::now();
-    let create = kind.create(
-        Bootstrap {
-            reference: reference("a"),
-            session_id: "session".into(),
-            device_id: "device".into(),
-            core_url: "https://core.example".into(),
-            daemon_credential: "credential".into(),
-            harness: "harness".into(),
-            network_access: NetworkAccess::Disabled,
-            allowed_domains: vec![],
-        },
-        budget(300),
-    );
+    let create = kind.create(bootstrap("a", "credential"), budget(300));
     let kill = async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let answer = kind.kill(reference("a"), budget(10_000)).await;

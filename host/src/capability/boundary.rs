@@ -425,6 +425,16 @@ mod tests {
         assert!(!Action::Http(HttpAction::Post).is_read());
         assert!(Action::Docker(DockerAction::ContainerStats).is_read());
         assert!(Action::Docker(DockerAction::ContainerRemove).is_removal());
+        use crate::capability::microsandbox::VmAction;
+        let remove = Action::Microsandbox(VmAction::KillRemove);
+        assert_eq!(
+            (remove.capability(), remove.name()),
+            ("microsandbox", "vm-kill-remove")
+        );
+        assert!(remove.is_removal() && !remove.is_read());
+        assert!(Action::Microsandbox(VmAction::Get).is_read());
+        assert!(Action::Microsandbox(VmAction::RemoveSnapshot).is_removal());
+        assert!(!Action::Microsandbox(VmAction::Restore).is_read());
     }
 
     #[test]
