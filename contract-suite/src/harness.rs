@@ -8,6 +8,11 @@ use crate::profile::{Class, Classifier, HttpProfile};
 use crate::recorder::{Call, Plan, Recorder};
 use crate::vendor_fake::VendorFake;
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
+use sandbox_host::capability::microsandbox::{
+    self,
+    policy::{GuestProfile, NetworkSetting, VmPolicy, VmPolicySettings},
+    readiness::RuntimePin,
+};
 use sandbox_host::declaration::{Declaration, Inventory};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry::{DigestSource, Grants, Mode, Policy, Registration};
@@ -79,6 +84,34 @@ pub enum Tier {
     /// A kind that reaches its vendor over `http`, against the vendor's
     /// own fake, described by its profile.
     Http(Box<HttpProfile>),
+    /// A node kind granted the microsandbox capability, against the fake
+    /// helper run as a process (as the host runs the real one) over a fake
+    /// runtime in a private home.
+    Microsandbox(MicrosandboxTier),
+}
+
+/// The microsandbox tier's settings.
+#[derive(Clone, Debug)]
+pub struct MicrosandboxTier {
+    /// The fake helper: program and arguments (`oac-fake
+    /// microsandbox-helper`); the host runs it once per call.
+    pub helper: Vec<String>,
+}
+
+/// The suite's VM policy for the microsandbox tier: a runtime image by
+/// digest, 1 vCPU, 512 MiB, a 1 GiB root disk and 256 MiB `/environment`,
+/// no network, the restricted guest profile.
+pub fn vm_policy() -> Result<VmPolicy, &'static str> {
+    VmPolicy::new(VmPolicySettings {
+        image: format!("oac-runtime@sha256:{}", "2".repeat(64)),
+        cpus: 1,
+        memory_mib: 512,
+        root_disk_mib: 1024,
+        environment_disk_mib: 256,
+        network: NetworkSetting::None,
+        guest_profile: GuestProfile::Restricted,
+    })
+    .map_err(|_| "the suite's VM policy")
 }
 
 /// The Docker tier's settings.
@@ -157,6 +190,7 @@ struct Wiring {
     credential: Option<String>,
     configuration: serde_json::Value,
     policy: Option<ContainerPolicy>,
+    microsandbox: microsandbox::Binding,
     test_network: Option<TestNetwork>,
     classifier: Classifier,
     refusal_status: u16,
@@ -182,6 +216,7 @@ async fn docker_wiring(tier: &DockerTier) -> Result<(Engine, Wiring), HarnessErr
         credential: None,
         configuration,
         policy: Some(policy),
+        microsandbox: microsandbox::Binding::default(),
         test_network: None,
         classifier: Classifier::default(),
         refusal_status: 0,
@@ -241,11 +276,43 @@ async fn http_wiring(profile: &HttpProfile) -> Result<(Engine, Wiring), HarnessE
             .map(|credential| serde_json::Value::Object(credential.clone()).to_string()),
         configuration,
         policy: None,
+        microsandbox: microsandbox::Binding::default(),
         test_network,
         classifier: Classifier::new(profile.requests.clone()),
         refusal_status: profile.refusal_status,
     };
     Ok((Engine::Http(Box::new(fake)), wiring))
+}
+
+/// The microsandbox tier: a fake runtime, the helper that reaches it, and
+/// the suite's VM policy.
+fn microsandbox_wiring(tier: &MicrosandboxTier) -> Result<(Engine, Wiring), HarnessError> {
+    let fake = crate::fixtures::FakeVms::start(&tier.helper)?;
+    let binding = microsandbox::Binding {
+        helper: Some(fake.helper().to_path_buf()),
+        runtime: Some(fake.runtime.runtime()),
+        pin: RuntimePin {
+            version: "0.7.11".into(),
+            sha256: oac_fixtures::microsandbox_helper::FAKE_RUNTIME_SHA256.into(),
+        },
+        policy: Some(vm_policy().map_err(HarnessError::Policy)?),
+    };
+    let wiring = Wiring {
+        mode: Mode::Nodes,
+        grants: Grants {
+            microsandbox: true,
+            ..Grants::default()
+        },
+        credential_fields: Vec::new(),
+        credential: None,
+        configuration: serde_json::json!({}),
+        policy: None,
+        microsandbox: binding,
+        test_network: None,
+        classifier: Classifier::default(),
+        refusal_status: 0,
+    };
+    Ok((Engine::Microsandbox(Box::new(fake)), wiring))
 }
 
 impl Harness {
@@ -254,6 +321,7 @@ impl Harness {
         let (engine, wiring) = match &target.tier {
             Tier::Docker(tier) => docker_wiring(tier).await?,
             Tier::Http(profile) => http_wiring(profile).await?,
+            Tier::Microsandbox(tier) => microsandbox_wiring(tier)?,
         };
         let bytes = std::fs::read(&target.component)
             .map_err(|_| HarnessError::Component(target.component.clone()))?;
@@ -307,7 +375,7 @@ impl Harness {
             configuration: wiring.configuration,
             credential: wiring.credential,
             receipts,
-            microsandbox: Default::default(),
+            microsandbox: wiring.microsandbox,
             http_test_network: wiring.test_network,
             hook: Some(recorder.clone()),
         };

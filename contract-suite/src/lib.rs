@@ -19,7 +19,7 @@ pub mod recorder;
 pub mod report;
 pub mod vendor_fake;
 
-pub use harness::{DockerTier, Harness, HarnessError, Target, Tier};
+pub use harness::{DockerTier, Harness, HarnessError, MicrosandboxTier, Target, Tier};
 pub use report::Report;
 
 /// Runs every case against `target`. A component the host refuses yields a

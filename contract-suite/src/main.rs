@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use contract_suite::cases::Clause;
 use contract_suite::profile::HttpProfile;
-use contract_suite::{DockerTier, Target, Tier};
+use contract_suite::{DockerTier, MicrosandboxTier, Target, Tier};
 use std::path::PathBuf;
 
 /// Runs the sandbox-provider contract suite against one component, in the
@@ -22,6 +22,16 @@ struct Cli {
     /// classes; see contract-suite/README.md).
     #[arg(long, value_name = "PROFILE", conflicts_with_all = ["configuration", "engine_socket", "seccomp_profile"])]
     http: Option<PathBuf>,
+    /// Run the microsandbox tier: a node kind granted the `microsandbox`
+    /// capability, against a fake helper over a fake runtime (by default
+    /// `oac-fake microsandbox-helper`, beside this binary).
+    #[arg(long, conflicts_with_all = ["http", "configuration", "engine_socket", "seccomp_profile"])]
+    microsandbox: bool,
+    /// The microsandbox tier's helper: an executable that takes one
+    /// request of the host's helper protocol on stdin and answers on
+    /// stdout (a vendor's own fake helper).
+    #[arg(long, value_name = "PROGRAM", requires = "microsandbox")]
+    microsandbox_helper: Option<PathBuf>,
     /// Docker tier: the kind's own configuration (a JSON file; default `{}`).
     #[arg(long)]
     configuration: Option<PathBuf>,
@@ -76,10 +86,27 @@ fn set_from_files(configuration: &str, settings: &[String]) -> Result<String> {
     Ok(value.to_string())
 }
 
+/// `program`'s path in this binary's directory.
+fn beside_this_binary(program: &str) -> Result<String> {
+    let me = std::env::current_exe().context("locating this binary")?;
+    let path = me.with_file_name(program);
+    anyhow::ensure!(path.is_file(), "{} is missing", path.display());
+    Ok(path.display().to_string())
+}
+
 #[tokio::main]
 async fn main() -> Result<std::process::ExitCode> {
     let cli = Cli::parse();
     let tier = match &cli.http {
+        None if cli.microsandbox => Tier::Microsandbox(MicrosandboxTier {
+            helper: match &cli.microsandbox_helper {
+                Some(program) => vec![program.display().to_string()],
+                None => vec![
+                    beside_this_binary("oac-fake")?,
+                    "microsandbox-helper".into(),
+                ],
+            },
+        }),
         Some(path) => {
             let mut profile = HttpProfile::load(path)?;
             let configuration =

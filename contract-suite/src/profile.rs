@@ -121,6 +121,13 @@ impl Classifier {
                 _ if action.is_read() => Class::Read,
                 _ => Class::Mutation,
             },
+            "microsandbox" => match action.name() {
+                "vm-create" | "vm-capture" | "vm-restore" => Class::Create,
+                "vm-exec" => Class::Exec,
+                _ if action.is_removal() => Class::Removal,
+                _ if action.is_read() => Class::Read,
+                _ => Class::Mutation,
+            },
             "http" => {
                 let method = action.name().trim_start_matches("http-");
                 let path = request.target.split('?').next().unwrap_or_default();

@@ -282,10 +282,16 @@ async fn every_function_works_through_wasm_on_a_node_that_boots_vms() {
         step("delete-snapshot"),
         restored("remove", 1),
         at("inspect", 0),
+        at("name", 1),
     ]);
     let bench = Bench::new(steps, json!([])).await;
     let out = bench.steps("a").await;
     let names = (vm_name("a", 0), vm_name("a", 1));
+    assert_eq!(
+        out[24]["ok"],
+        json!(names.1),
+        "the derived name, for a compute"
+    );
     assert_eq!(out[0]["ok"], json!({"ready": true, "reason": null}));
     let created = &out[1]["ok"];
     assert_eq!(created["name"], json!(names.0));
@@ -307,6 +313,7 @@ async fn every_function_works_through_wasm_on_a_node_that_boots_vms() {
     assert_eq!(metrics["id"], created["id"], "metrics name the incarnation");
     assert_eq!(metrics["name"], json!(names.0));
     assert_eq!(metrics["memory_limit_bytes"], json!(512u64 << 20));
+    assert_eq!(metrics["vcpus"], json!(2));
     let snapshot = &out[12]["ok"];
     assert_eq!(
         snapshot["native_reference"],
@@ -476,12 +483,20 @@ async fn an_id_or_ancestry_the_vm_does_not_have_answers_ownership() {
         restored("restore", 1),
         {"call": "inspect", "generation": 1, "restored_from": true, "forge": ["id", "snap_ffffffffffffffff"]},
         {"call": "inspect", "generation": 1, "restored_from": true, "forge": ["native-reference", "x:s-op"]},
-        {"call": "inspect", "generation": 1},
+        {"call": "pause", "generation": 1},
         {"call": "inspect", "generation": 0, "restored_from": true},
         {"call": "delete-snapshot", "forge": ["digest", "sha256:00"]},
         restored("inspect", 1),
+        // A read may name a later generation by its number alone: only a
+        // VM with the allocation's labels answers.
+        {"call": "inspect", "generation": 1},
+        {"call": "inspect", "generation": 2},
     ]);
     let bench = Bench::new(steps, json!([])).await;
+    bench
+        .fake
+        .seed_vm(&vm_name("a", 2), BTreeMap::new())
+        .expect("seed");
     let out = bench.steps("a").await;
     let errors: Vec<&str> = out.iter().map(error).collect();
     assert_eq!(
@@ -498,9 +513,15 @@ async fn an_id_or_ancestry_the_vm_does_not_have_answers_ownership() {
             "invalid",
             "invalid",
             "ownership",
-            "ok"
+            "ok",
+            "ok",
+            "ownership"
         ],
         "{out:?}"
+    );
+    assert_eq!(
+        out[12]["ok"], out[11]["ok"],
+        "the same VM, its ancestry reported"
     );
     assert_eq!(bench.fake.state().expect("state").snapshots.len(), 1);
 }
@@ -563,6 +584,23 @@ async fn an_answer_shown_as_another_installations_answers_ownership() {
     let out = bench.steps("a").await;
     assert_eq!(error(&out[1]), "ownership");
     assert!(bench.vms().contains_key(&vm_name("a", 0)), "never removed");
+    // A create's or a capture's own answer shown so: `ownership` too, and
+    // nothing more is sent.
+    for (action, steps) in [
+        ("vm-create", json!([step("create")])),
+        (
+            "vm-capture",
+            json!([step("create"), step("mark-bootstrapped"), {"call": "capture", "operation_id": "op"}]),
+        ),
+    ] {
+        let bench = Bench::new(steps, json!([])).await;
+        *bench.recorder.fault.lock().expect("lock") =
+            Some((action.into(), BoundaryFault::ForeignOwnership));
+        let out = bench.steps("a").await;
+        assert_eq!(error(out.last().expect("a step")), "ownership", "{action}");
+        let sent = bench.recorder.taken();
+        assert_eq!(sent.last().map(String::as_str), Some(action), "{sent:?}");
+    }
 }
 
 #[tokio::test]

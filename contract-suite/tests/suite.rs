@@ -10,7 +10,7 @@
 use contract_suite::cases::Clause;
 use contract_suite::harness::FAKE_SECCOMP_PROFILE;
 use contract_suite::profile::{FakeSource, HttpProfile};
-use contract_suite::{DockerTier, Report, Target, Tier};
+use contract_suite::{DockerTier, MicrosandboxTier, Report, Target, Tier};
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -108,6 +108,48 @@ const TESTS: &[(&str, Body)] = &[
     }),
     ("every_builtin_kind_has_a_suite_profile", || {
         Box::pin(every_builtin_kind_has_a_suite_profile())
+    }),
+    ("the_microsandbox_adapter_passes_every_case", || {
+        Box::pin(the_microsandbox_adapter_passes_every_case())
+    }),
+    (
+        "a_microsandbox_cold_start_in_resume_compute_is_caught",
+        || {
+            Box::pin(microsandbox_mutant(
+                "cold-start",
+                "checkpoint.resume-compute-never-cold-starts",
+            ))
+        },
+    ),
+    (
+        "a_microsandbox_source_run_after_its_capture_is_caught",
+        || {
+            Box::pin(microsandbox_mutant(
+                "run-after-capture",
+                "checkpoint.suspend-stops-the-source-at-its-capture",
+            ))
+        },
+    ),
+    ("a_microsandbox_recapture_is_caught", || {
+        Box::pin(microsandbox_mutant(
+            "recapture",
+            "checkpoint.suspend-again-never-recaptures",
+        ))
+    }),
+    (
+        "a_microsandbox_restore_under_observe_only_is_caught",
+        || {
+            Box::pin(microsandbox_mutant(
+                "restore-observe-only",
+                "checkpoint.resume-observe-only-never-restores",
+            ))
+        },
+    ),
+    ("a_microsandbox_snapshot_deleted_unasked_is_caught", || {
+        Box::pin(microsandbox_mutant(
+            "delete-other-snapshot",
+            "checkpoint.delete-snapshot",
+        ))
     }),
 ];
 
@@ -530,7 +572,12 @@ async fn every_builtin_kind_has_a_suite_profile() {
             .into_iter()
             .find(|row| row.kind == kind)
             .expect("row");
-        if row.grants.docker {
+        if row.grants.microsandbox {
+            // The microsandbox tier takes no configuration: the profile
+            // names the suite's tier (`contract-suite --microsandbox`).
+            let profile: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            assert_eq!(profile["tier"], "microsandbox", "the profile of `{kind}`");
+        } else if row.grants.docker {
             assert!(
                 serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.is_object()),
                 "the configuration of `{kind}` is a JSON object"
@@ -690,4 +737,56 @@ async fn the_example_leaking_the_credential_is_caught() {
 
 async fn the_example_deleting_twice_is_caught() {
     example_mutant("delete-twice", "failure.kill.each-mutation-once").await;
+}
+
+/// `clauses` of the suite against a microsandbox-tier component: the fake
+/// helper (`oac-fake microsandbox-helper`, a process per call) over a fake
+/// runtime.
+async fn microsandbox_suite(name: &str, clauses: &[Clause]) -> Report {
+    let target = Target {
+        component: component(name),
+        budget_ms: 2_000,
+        tier: Tier::Microsandbox(MicrosandboxTier {
+            helper: vec![
+                env!("CARGO_BIN_EXE_oac-fake").into(),
+                "microsandbox-helper".into(),
+            ],
+        }),
+    };
+    contract_suite::run_clauses(&target, clauses, false)
+        .await
+        .expect("suite runs")
+}
+
+async fn the_microsandbox_adapter_passes_every_case() {
+    let report = microsandbox_suite("microsandbox.wasm", &Clause::ALL).await;
+    assert_eq!(report.failed(), 0, "{}", report.render("microsandbox.wasm"));
+    let ran = |prefix: &str| {
+        report
+            .cases
+            .iter()
+            .filter(|case| case.id.starts_with(prefix) && case.not_run.is_none())
+            .count()
+    };
+    // The checkpoint clause, its failure matrix and the cases that read
+    // the fake runtime all ran; so did the VM ownership cases.
+    assert!(
+        ran("checkpoint.") >= 15,
+        "{}",
+        report.render("microsandbox.wasm")
+    );
+    assert!(ran("checkpoint.failure.suspend.") >= 20);
+    assert_eq!(ran("checkpoint.resume-adopts-only-its-ancestry"), 1);
+    assert_eq!(ran("checkpoint.drift-does-not-block-observation"), 1);
+    assert_eq!(ran("ownership.create-on-collision"), 1);
+    assert_eq!(ran("leaks.no-leftover-resources"), 1);
+}
+
+/// The microsandbox adapter's mutant `mutant` fails the checkpoint case
+/// `case` (a mutant that changes an operation's legitimate sequence also
+/// fails that operation's failure-matrix cases, which compare with it).
+async fn microsandbox_mutant(mutant: &str, case: &str) {
+    let name = format!("mutant-microsandbox-{mutant}.wasm");
+    let report = microsandbox_suite(&name, &[Clause::Checkpoint]).await;
+    assert_failed(&report, mutant, &[case], false);
 }

@@ -54,12 +54,24 @@ const MUTANTS: [&str; 6] = [
 
 /// Broken builds of adapters (their `mutant-*` features): the crate, its
 /// component file, and the mutants, staged as `mutant-<prefix>-<name>.wasm`.
-const ADAPTER_MUTANTS: [(&str, &str, &str, &[&str]); 2] = [
+const ADAPTER_MUTANTS: [(&str, &str, &str, &[&str]); 3] = [
     (
         "e2b",
         "e2b.wasm",
         "e2b",
         &["replay-create", "kill-without-proof", "mutate-twice"],
+    ),
+    (
+        "microsandbox",
+        "microsandbox.wasm",
+        "microsandbox",
+        &[
+            "cold-start",
+            "run-after-capture",
+            "recapture",
+            "restore-observe-only",
+            "delete-other-snapshot",
+        ],
     ),
     (
         "example-http",

@@ -8,9 +8,14 @@
 //! polices them with.
 
 use super::{Runner, actions, ensure};
+use crate::fixtures::Engine;
+use crate::harness::INSTALLATION;
+use crate::profile::Class;
 use crate::report::Level;
+use sandbox_host::capability::microsandbox::names::VmNames;
 use sandbox_host::police;
 use sandbox_host::provider::CheckpointProvider;
+use sandbox_host::testing::NativeRequest;
 use sandbox_host::types::{
     Compute, ComputeStatus, Error, Reference, ResumeRequest, SnapshotIdentity, SuspendRequest,
 };
@@ -21,6 +26,8 @@ use std::sync::Mutex;
 struct Learned {
     source: Option<Compute>,
     snapshot: Option<SnapshotIdentity>,
+    /// The native requests of the first suspend.
+    suspending: Vec<NativeRequest>,
     resumed: Option<Compute>,
 }
 
@@ -125,11 +132,40 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let source = learn().source.clone().ok_or("no source incarnation")?;
                 let request = suspend(false, source, None);
-                let answer = h.kind().suspend(request.clone(), h.budget()).await;
+                let (answer, requests) = h
+                    .with_fault(None, async || {
+                        h.kind().suspend(request.clone(), h.budget()).await
+                    })
+                    .await;
+                learn().suspending = requests;
                 let state = police::suspended(answer.clone(), &request)
                     .map_err(|_| format!("{answer:?}"))?;
                 learn().snapshot = state.snapshot;
                 Ok(())
+            },
+        )
+        .await;
+    runner
+        .case(
+            "checkpoint.suspend-stops-the-source-at-its-capture",
+            "checkpoint",
+            Level::Must,
+            "After a suspend's capture (its last create-class request) the source runs nothing more: every later request only reads or removes (a kill, never a resume or a graceful stop that lets it run on).",
+            async |h| {
+                let requests = learn().suspending.clone();
+                let capture = requests
+                    .iter()
+                    .rposition(|r| h.class(r) == Class::Create)
+                    .unwrap_or(requests.len());
+                let after: Vec<_> = requests[capture..]
+                    .iter()
+                    .skip(1)
+                    .filter(|r| !matches!(h.class(r), Class::Read | Class::Removal))
+                    .cloned()
+                    .collect();
+                ensure(after.is_empty(), || {
+                    format!("after the capture: {:?}, in {:?}", actions(&after), actions(&requests))
+                })
             },
         )
         .await;
@@ -165,6 +201,36 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         .await;
     runner
         .case(
+            "checkpoint.suspend-again-never-recaptures",
+            "checkpoint",
+            Level::Must,
+            "A suspend asked again (not observe-only) with the snapshot Core holds answers that snapshot and changes nothing: an artifact its operation captured is observed, never captured again.",
+            async |h| {
+                let (source, known) = {
+                    let learned = learn();
+                    (learned.source.clone(), learned.snapshot.clone())
+                };
+                let (source, known) = source.zip(known).ok_or("no capture to ask about")?;
+                let request = suspend(false, source, Some(known.clone()));
+                let (answer, requests) = h
+                    .with_fault(None, async || {
+                        h.kind().suspend(request.clone(), h.budget()).await
+                    })
+                    .await;
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
+                ensure(mutations.is_empty(), || {
+                    format!("acted: {:?}, answered {answer:?}", actions(&mutations))
+                })?;
+                let state = police::suspended(answer.clone(), &request)
+                    .map_err(|_| format!("{answer:?}"))?;
+                ensure(state.snapshot.as_ref() == Some(&known), || {
+                    format!("{state:?}")
+                })
+            },
+        )
+        .await;
+    runner
+        .case(
             "checkpoint.resume-compute-never-cold-starts",
             "checkpoint",
             Level::Must,
@@ -175,6 +241,36 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     .with_fault(None, async || {
                         h.kind().resume_compute(r.clone(), source.clone(), h.budget()).await
                     })
+                    .await;
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
+                ensure(answer.is_err() && mutations.is_empty(), || {
+                    format!("{answer:?}, requests {:?}", actions(&mutations))
+                })
+            },
+        )
+        .await;
+    runner
+        .case(
+            "checkpoint.resume-observe-only-never-restores",
+            "checkpoint",
+            Level::Must,
+            "An observe-only resume of a target that was never made answers an error and changes nothing: it never restores.",
+            async |h| {
+                let snapshot = learn().snapshot.clone().ok_or("no snapshot")?;
+                let checkpoint = h.kind();
+                let target = checkpoint
+                    .new_compute(r.clone(), 1, Some(snapshot.clone()), h.budget())
+                    .await
+                    .map_err(|e| format!("new-compute {e:?}"))?;
+                let request = ResumeRequest {
+                    reference: r.clone(),
+                    operation_id: "suite-resume-1".into(),
+                    snapshot,
+                    target,
+                    observe_only: true,
+                };
+                let (answer, requests) = h
+                    .with_fault(None, async || h.kind().resume(request.clone(), h.budget()).await)
                     .await;
                 let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
                 ensure(answer.is_err() && mutations.is_empty(), || {
@@ -246,6 +342,43 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         .await;
     runner
         .case(
+            "checkpoint.resume-again-adopts-its-own",
+            "checkpoint",
+            Level::Must,
+            "A resume asked again (not observe-only) answers the incarnation its operation made, adopted, and creates nothing.",
+            async |h| {
+                let (snapshot, resumed) = {
+                    let learned = learn();
+                    (learned.snapshot.clone(), learned.resumed.clone())
+                };
+                let (snapshot, resumed) = snapshot.zip(resumed).ok_or("nothing resumed")?;
+                let request = ResumeRequest {
+                    reference: r.clone(),
+                    operation_id: "suite-resume-1".into(),
+                    snapshot,
+                    target: Compute {
+                        id: String::new(),
+                        ..resumed.clone()
+                    },
+                    observe_only: false,
+                };
+                let (answer, requests) = h
+                    .with_fault(None, async || h.kind().resume(request.clone(), h.budget()).await)
+                    .await;
+                let created: Vec<_> = requests
+                    .into_iter()
+                    .filter(|r| h.class(r) == Class::Create)
+                    .collect();
+                ensure(created.is_empty(), || format!("created: {:?}", actions(&created)))?;
+                let state =
+                    police::resumed(answer.clone(), &request).map_err(|_| format!("{answer:?}"))?;
+                ensure(state.compute.id == resumed.id, || format!("{state:?}"))
+            },
+        )
+        .await;
+    native_cases(runner, r, learned).await;
+    runner
+        .case(
             "checkpoint.kill-compute",
             "checkpoint",
             Level::Must,
@@ -271,9 +404,39 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             "checkpoint.delete-snapshot",
             "checkpoint",
             Level::Must,
-            "delete-snapshot removes exactly the named snapshot (one removal).",
+            "delete-snapshot removes exactly the named snapshot (one removal): another snapshot of the allocation, captured by another suspend, is still there.",
             async |h| {
                 let snapshot = learn().snapshot.clone().ok_or("no snapshot")?;
+                // Another snapshot: the first one resumed into generation
+                // 2, suspended by another operation.
+                let checkpoint = h.kind();
+                let target = checkpoint
+                    .new_compute(r.clone(), 2, Some(snapshot.clone()), h.budget())
+                    .await
+                    .map_err(|e| format!("new-compute {e:?}"))?;
+                let resume = ResumeRequest {
+                    reference: r.clone(),
+                    operation_id: "suite-resume-2".into(),
+                    snapshot: snapshot.clone(),
+                    target,
+                    observe_only: false,
+                };
+                let answer = checkpoint.resume(resume.clone(), h.budget()).await;
+                let other_source = police::resumed(answer.clone(), &resume)
+                    .map_err(|_| format!("setup resume {answer:?}"))?
+                    .compute;
+                let other = SuspendRequest {
+                    reference: r.clone(),
+                    operation_id: "suite-suspend-2".into(),
+                    source: other_source,
+                    snapshot: None,
+                    observe_only: false,
+                };
+                let answer = checkpoint.suspend(other.clone(), h.budget()).await;
+                let kept = police::suspended(answer.clone(), &other)
+                    .map_err(|_| format!("setup suspend {answer:?}"))?
+                    .snapshot
+                    .ok_or("setup suspend captured nothing")?;
                 let (answer, requests) = h
                     .with_fault(None, async || {
                         h.kind()
@@ -284,6 +447,18 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 let removals = requests.iter().filter(|r| r.is_removal()).count();
                 ensure(answer.is_ok() && removals == 1, || {
                     format!("{answer:?}, requests {:?}", actions(&requests))
+                })?;
+                let still = SuspendRequest {
+                    snapshot: Some(kept.clone()),
+                    observe_only: true,
+                    ..other
+                };
+                let answer = checkpoint.suspend(still.clone(), h.budget()).await;
+                let _ = checkpoint.delete_snapshot(r.clone(), kept.clone(), h.budget()).await;
+                let state = police::suspended(answer.clone(), &still)
+                    .map_err(|_| format!("the other snapshot: {answer:?}"))?;
+                ensure(state.snapshot.as_ref() == Some(&kept), || {
+                    format!("the other snapshot: {state:?}")
                 })
             },
         )
@@ -293,4 +468,118 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         let _ = h.kind().kill_compute(r.clone(), source, h.budget()).await;
     }
     h.cleanup(r).await;
+    super::checkpoint_faults::run(runner).await;
+}
+
+/// Cases that need the native side's own state (the fake microsandbox
+/// runtime): an existing target of another ancestry is never adopted, and
+/// resources that drifted from the node's policy still answer
+/// observations. Elsewhere they are recorded as not run.
+async fn native_cases(runner: &mut Runner<'_>, r: &Reference, learned: &Mutex<Learned>) {
+    const ANCESTRY: (&str, &str) = (
+        "checkpoint.resume-adopts-only-its-ancestry",
+        "A resume whose target name holds an incarnation of the allocation restored from another snapshot answers an error and neither changes nor removes it.",
+    );
+    const DRIFT: (&str, &str) = (
+        "checkpoint.drift-does-not-block-observation",
+        "An incarnation whose resources drifted from the node's policy is still observed (get-compute answers it, not bootstrapped); killing it and deleting its snapshot are not blocked.",
+    );
+    let h = runner.harness;
+    let Engine::Microsandbox(vms) = &h.engine else {
+        for (id, sentence) in [ANCESTRY, DRIFT] {
+            let why = "the native side cannot be seeded or changed here".to_string();
+            runner.not_run(id, "checkpoint", Level::Must, sentence, why);
+        }
+        return;
+    };
+    let learn = || learned.lock().unwrap_or_else(|p| p.into_inner());
+    let names = VmNames::of(INSTALLATION, r);
+    runner
+        .case(
+            ANCESTRY.0,
+            "checkpoint",
+            Level::Must,
+            ANCESTRY.1,
+            async |h| {
+                let snapshot = learn().snapshot.clone().ok_or("no snapshot")?;
+                let name = names.vm(3);
+                use sandbox_host::contract::labels;
+                let labels = [
+                    (labels::INSTALLATION, INSTALLATION),
+                    (labels::TENANT, r.tenant_id.as_str()),
+                    (labels::ENVIRONMENT, r.environment_id.as_str()),
+                    (labels::ALLOCATION, r.allocation_id.as_str()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+                vms.runtime
+                    .seed_vm(&name, labels)
+                    .and_then(|()| {
+                        vms.runtime.drift(&name, |vm| {
+                            vm.snapshot_parent = Some("snap_of_another_suspend".into())
+                        })
+                    })
+                    .map_err(|e| format!("seeding: {e}"))?;
+                let before = vms
+                    .runtime
+                    .state()
+                    .map_err(|e| e.to_string())?
+                    .vms
+                    .get(&name)
+                    .cloned();
+                let checkpoint = h.kind();
+                let target = checkpoint
+                    .new_compute(r.clone(), 3, Some(snapshot.clone()), h.budget())
+                    .await
+                    .map_err(|e| format!("new-compute {e:?}"))?;
+                let request = ResumeRequest {
+                    reference: r.clone(),
+                    operation_id: "suite-resume-3".into(),
+                    snapshot,
+                    target,
+                    observe_only: false,
+                };
+                let (answer, requests) = h
+                    .with_fault(None, async || {
+                        checkpoint.resume(request.clone(), h.budget()).await
+                    })
+                    .await;
+                let after = vms
+                    .runtime
+                    .state()
+                    .map_err(|e| e.to_string())?
+                    .vms
+                    .get(&name)
+                    .cloned();
+                let _ = vms.runtime.change(|state| {
+                    state.vms.remove(&name);
+                });
+                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
+                ensure(answer.is_err() && mutations.is_empty(), || {
+                    format!("{answer:?}, requests {:?}", actions(&mutations))
+                })?;
+                ensure(after == before, || "the other incarnation changed".into())
+            },
+        )
+        .await;
+    runner
+        .case(DRIFT.0, "checkpoint", Level::Must, DRIFT.1, async |h| {
+            let resumed = learn().resumed.clone().ok_or("nothing resumed")?;
+            vms.runtime
+                .drift(&resumed.name, |vm| vm.memory_mib += 256)
+                .map_err(|e| format!("drifting: {e}"))?;
+            let answer = h
+                .kind()
+                .get_compute(r.clone(), resumed.clone(), h.budget())
+                .await;
+            let state = police::compute_state(
+                sandbox_host::contract::Operation::GetCompute,
+                answer.clone(),
+                &resumed,
+            )
+            .map_err(|_| format!("{answer:?}"))?;
+            ensure(!state.bootstrap_complete, || format!("{state:?}"))
+        })
+        .await;
 }

@@ -44,7 +44,7 @@ impl Operation {
     }
 }
 
-fn fault_name(fault: Fault) -> &'static str {
+pub(super) fn fault_name(fault: Fault) -> &'static str {
     match fault {
         Fault::FailBeforeDispatch => "transport-failure",
         Fault::LoseResponse => "lost-response",
@@ -58,7 +58,7 @@ fn fault_name(fault: Fault) -> &'static str {
 /// up to a consistent renaming of their `/`-separated parts (two
 /// allocations have different names and ids, but a request sent to the
 /// same resource twice stays so).
-fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
+pub(super) fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
     let mut forward: HashMap<&str, &str> = HashMap::new();
     let mut backward: HashMap<&str, &str> = HashMap::new();
     left.len() == right.len()
@@ -75,7 +75,7 @@ fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
 
 /// Vendor mutations (commands aside) sent more than once with the same
 /// action and target in one operation: a replay within the sequence.
-fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
+pub(super) fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
     let mut seen: Vec<&NativeRequest> = Vec::new();
     let mut twice = Vec::new();
     for request in requests {

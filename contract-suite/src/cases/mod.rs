@@ -2,6 +2,7 @@
 //! of the contract and reports what it observed when that did not hold.
 
 mod checkpoint;
+mod checkpoint_faults;
 mod commands;
 pub mod declaration;
 mod failures;

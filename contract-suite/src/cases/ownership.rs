@@ -3,14 +3,20 @@
 //! deletes them.
 
 use super::{Runner, actions, ensure};
+use crate::fixtures::{Engine, FakeVms};
+use crate::harness::INSTALLATION;
 use crate::report::Level;
+use sandbox_host::capability::microsandbox::names::VmNames;
 use sandbox_host::contract::labels;
 use sandbox_host::testing::Effect;
-use sandbox_host::types::Error;
+use sandbox_host::types::{Error, Reference};
 use std::collections::BTreeMap;
 
 pub(super) async fn run(runner: &mut Runner<'_>) {
     let h = runner.harness;
+    if let Engine::Microsandbox(vms) = &h.engine {
+        return on_vm_names(runner, vms).await;
+    }
     if h.engine.socket().is_none() {
         return over_http(runner).await;
     }
@@ -34,15 +40,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         );
         return;
     }
-    let foreign: BTreeMap<String, String> = [
-        (labels::INSTALLATION, "foreign-installation"),
-        (labels::TENANT, reference.tenant_id.as_str()),
-        (labels::ENVIRONMENT, reference.environment_id.as_str()),
-        (labels::ALLOCATION, reference.allocation_id.as_str()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    let foreign = foreign_labels(&reference);
     for name in &names {
         if !h.engine.seed_volume(name, foreign.clone()).await {
             runner.failed(
@@ -108,6 +106,90 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         .await;
     for name in names {
         h.engine.remove_seeded_volume(name).await;
+    }
+}
+
+/// The labels of `reference` as another installation's.
+fn foreign_labels(reference: &Reference) -> BTreeMap<String, String> {
+    [
+        (labels::INSTALLATION, "foreign-installation"),
+        (labels::TENANT, reference.tenant_id.as_str()),
+        (labels::ENVIRONMENT, reference.environment_id.as_str()),
+        (labels::ALLOCATION, reference.allocation_id.as_str()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// The clause for microVMs, whose names the host derives: another
+/// installation's VM under the name of the allocation's first incarnation
+/// is neither reported, changed nor removed by Create or Kill.
+async fn on_vm_names(runner: &mut Runner<'_>, vms: &FakeVms) {
+    let h = runner.harness;
+    let reference = h.allocation("ownership");
+    let name = VmNames::of(INSTALLATION, &reference).vm(0);
+    let seeded = vms
+        .runtime
+        .seed_vm(&name, foreign_labels(&reference))
+        .and_then(|()| vms.runtime.state());
+    let Some(before) = seeded.ok().and_then(|state| state.vms.get(&name).cloned()) else {
+        runner.failed(
+            "ownership.setup",
+            "ownership",
+            "A foreign VM can be seeded under the allocation's name.",
+            format!("seeding {name} failed"),
+        );
+        return;
+    };
+    let (r, before, name) = (&reference, &before, &name);
+    let untouched = || {
+        vms.runtime
+            .state()
+            .ok()
+            .and_then(|state| state.vms.get(name).cloned())
+            .as_ref()
+            == Some(before)
+    };
+    runner
+        .case(
+            "ownership.foreign-not-reported",
+            "ownership",
+            Level::Must,
+            "GetInfo does not report another installation's VM under the allocation's name.",
+            async |h| {
+                let answer = h.get_info(r).await;
+                ensure(answer.is_err(), || format!("{answer:?}"))
+            },
+        )
+        .await;
+    for (id, sentence, kill) in [
+        (
+            "ownership.create-on-collision",
+            "Create on a name held by another installation's VM fails and changes nothing.",
+            false,
+        ),
+        (
+            "ownership.kill-on-collision",
+            "Kill on a name held by another installation's VM fails and removes nothing.",
+            true,
+        ),
+    ] {
+        runner
+            .case(id, "ownership", Level::Must, sentence, async |h| {
+                let (answer, requests) = h
+                    .with_fault(None, async || match kill {
+                        true => h.kill(r).await,
+                        false => h.create(r).await,
+                    })
+                    .await;
+                ensure(answer.is_err(), || format!("succeeded: {answer:?}"))?;
+                ensure(!requests.iter().any(|r| h.is_mutation(r)), || {
+                    format!("mutations: {:?}", actions(&requests))
+                })?;
+                ensure(untouched(), || "the foreign VM changed".into())
+            })
+            .await;
     }
 }
 

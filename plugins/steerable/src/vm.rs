@@ -195,6 +195,9 @@ fn one(step: &VmStep, allocation: &Reference, remembered: &mut Remembered) -> Va
             microsandbox::probe(),
             |readiness| json!({ "ready": readiness.ready, "reason": readiness.reason }),
         ),
+        "name" => outcome(microsandbox::name(&reference, step.generation), |name| {
+            json!(name)
+        }),
         "create" => remember_state(microsandbox::create(&reference)),
         "inspect" => remember_state(microsandbox::inspect(&reference, &target)),
         "resume" => remember_state(microsandbox::resume(&reference, &target)),
@@ -249,6 +252,7 @@ fn one(step: &VmStep, allocation: &Reference, remembered: &mut Remembered) -> Va
                 "vcpu_time_ns": sample.vcpu_time_ns,
                 "memory_bytes": sample.memory_bytes,
                 "memory_limit_bytes": sample.memory_limit_bytes,
+                "vcpus": sample.vcpus,
             })
         }),
         _ => json!({ "error": "unknown-step" }),

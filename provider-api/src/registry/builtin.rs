@@ -3,6 +3,7 @@
 
 use super::{
     ArtifactRole, DigestSource, EndpointGrant, Grants, Mode, NodeArtifact, Policy, Registration,
+    SuspensionDefaults,
 };
 use std::collections::BTreeMap;
 
@@ -106,6 +107,42 @@ pub fn builtin() -> Vec<Registration> {
             node_artifacts: Vec::new(),
             suspension: None,
             unsupported: unsupported(&[(CHECKPOINT, "e2b_has_no_exact_incarnations")]),
+        },
+        Registration {
+            // One microVM per incarnation through the node's microsandbox
+            // helper, under the node's VM policy; idle Environments are
+            // suspended to full snapshots and resumed into the next
+            // incarnation.
+            kind: "microsandbox".into(),
+            mode: Mode::Nodes,
+            component: "microsandbox.wasm".into(),
+            digest: DigestSource::Staged,
+            credential_fields: Vec::new(),
+            grants: Grants {
+                microsandbox: true,
+                ..Grants::default()
+            },
+            policy: Policy {
+                default_budget_ms: 120_000,
+                ..Policy::default()
+            },
+            node_artifacts: Vec::new(),
+            // A snapshot holds the VM's memory: suspend after 15 idle
+            // minutes, keep a snapshot a week.
+            suspension: Some(SuspensionDefaults {
+                idle_suspend_seconds: 15 * 60,
+                retention_seconds: 7 * 24 * 3600,
+            }),
+            unsupported: unsupported(&[
+                (
+                    &["discover-selection", "discover-configuration"],
+                    "node_configuration_has_no_catalog",
+                ),
+                (
+                    &["verify-credential", "with-credential"],
+                    "credentials_not_required",
+                ),
+            ]),
         },
     ]
 }

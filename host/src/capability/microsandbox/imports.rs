@@ -151,6 +151,16 @@ impl Owned {
     }
 }
 
+/// How an incarnation may be named.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// Exactly: a restored incarnation with its ancestry.
+    Exact,
+    /// For a read: a restored incarnation may be named by its generation
+    /// alone (an observation does not know its snapshot).
+    Read,
+}
+
 /// A VM found under an incarnation's derived name and checked.
 struct Resolved {
     vm: Vm,
@@ -327,9 +337,18 @@ impl View<'_> {
     /// the id the component names, this allocation's (its labels, or, for a
     /// restored incarnation the host has not labelled yet, an ancestry in a
     /// snapshot that is), and with exactly the ancestry `target` claims.
-    async fn resolve(&self, owned: &Owned, target: &wit::Incarnation) -> Result<Resolved, VmError> {
+    /// A read may name a restored incarnation without its ancestry; the VM
+    /// must then carry the allocation's labels.
+    async fn resolve(
+        &self,
+        owned: &Owned,
+        target: &wit::Incarnation,
+        lookup: Lookup,
+    ) -> Result<Resolved, VmError> {
+        let by_labels = target.restored_from.is_none() && target.generation > 0;
         match (&target.restored_from, target.generation) {
             (None, 0) => {}
+            (None, _) if lookup == Lookup::Read => {}
             (Some(record), generation)
                 if generation > record.source_generation && owned.fits(record) => {}
             _ => return Err(refused("incarnation", VmError::Invalid)),
@@ -352,6 +371,7 @@ impl View<'_> {
         }
         let labelled = owned.labels_ours(&vm.labels);
         let ancestry = match (&target.restored_from, &vm.snapshot_parent) {
+            (None, _) if by_labels => labelled,
             (None, None) => labelled,
             (Some(record), Some(parent)) if *parent == record.id => {
                 labelled
@@ -439,7 +459,7 @@ impl View<'_> {
 
     /// A resolved VM that carries the policy, for a function that uses it.
     async fn usable(&self, owned: &Owned, target: &wit::Incarnation) -> Result<Resolved, VmError> {
-        let resolved = self.resolve(owned, target).await?;
+        let resolved = self.resolve(owned, target, Lookup::Exact).await?;
         if !owned.broker.policy.conforms(&resolved.vm) {
             return Err(refused("vm_policy_not_carried", VmError::Invalid));
         }
@@ -499,10 +519,16 @@ fn metrics(vm: &Vm, sample: Metrics) -> wit::VmMetrics {
         vcpu_time_ns: sample.vcpu_time_ns,
         memory_bytes: sample.memory_bytes,
         memory_limit_bytes: sample.memory_limit_bytes,
+        vcpus: u32::from(vm.cpus),
     }
 }
 
 impl wit::Host for View<'_> {
+    async fn name(&mut self, allocation: WitReference, generation: u64) -> Result<String, VmError> {
+        let owned = self.owned("name", allocation, Effect::Reads)?;
+        Ok(owned.names.vm(generation))
+    }
+
     async fn probe(&mut self) -> Result<wit::Readiness, VmError> {
         let broker = self.broker("probe", "", Effect::Reads)?;
         let readiness = self.judge(&broker).await;
@@ -522,7 +548,7 @@ impl wit::Host for View<'_> {
         let (decided, outcome) = self
             .send(&owned.broker, Operation::Create { spec }, &name, false)
             .await;
-        let vm = match answered(outcome) {
+        let mut vm = match answered(outcome) {
             Ok(Outcome::Vm { vm }) => vm,
             Ok(_) => return unexpected(),
             Err(VmError::NotReady) => {
@@ -533,7 +559,14 @@ impl wit::Host for View<'_> {
             }
             Err(error) => return Err(error),
         };
-        if vm.name != name || !owned.labels_ours(&vm.labels) || vm.snapshot_parent.is_some() {
+        if decided.shows_foreign() {
+            vm.labels
+                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
+        }
+        if !owned.labels_ours(&vm.labels) {
+            return Err(refused("vm_not_owned", VmError::Ownership));
+        }
+        if vm.name != name || vm.snapshot_parent.is_some() {
             return unexpected();
         }
         owned.broker.boundary.ownership_shown(&decided);
@@ -550,7 +583,7 @@ impl wit::Host for View<'_> {
         target: wit::Incarnation,
     ) -> Result<wit::VmState, VmError> {
         let owned = self.owned("inspect", allocation, Effect::Reads)?;
-        let resolved = self.resolve(&owned, &target).await?;
+        let resolved = self.resolve(&owned, &target, Lookup::Read).await?;
         Ok(owned.state(&resolved.vm))
     }
 
@@ -611,7 +644,7 @@ impl wit::Host for View<'_> {
         target: wit::Incarnation,
     ) -> Result<(), VmError> {
         let owned = self.owned("mark-bootstrapped", allocation, Effect::Changes)?;
-        let resolved = self.resolve(&owned, &target).await?;
+        let resolved = self.resolve(&owned, &target, Lookup::Exact).await?;
         let labels = BTreeMap::from([(BOOTSTRAP_LABEL.into(), BOOTSTRAP_COMPLETE.into())]);
         let guard = owned.guard(&resolved);
         self.change(&owned, Operation::Relabel { guard, labels })
@@ -652,7 +685,7 @@ impl wit::Host for View<'_> {
         target: wit::Incarnation,
     ) -> Result<(), VmError> {
         let owned = self.owned("remove", allocation, Effect::Removes)?;
-        let resolved = match self.resolve(&owned, &target).await {
+        let resolved = match self.resolve(&owned, &target, Lookup::Exact).await {
             Err(VmError::NotFound) => return Ok(()),
             other => other?,
         };
@@ -692,9 +725,17 @@ impl wit::Host for View<'_> {
             labels: labels.clone(),
         };
         let (decided, outcome) = self.send(&owned.broker, operation, &target, false).await;
-        let Outcome::Snapshot { snapshot } = answered(outcome)? else {
+        let Outcome::Snapshot { mut snapshot } = answered(outcome)? else {
             return unexpected();
         };
+        if decided.shows_foreign() {
+            snapshot
+                .labels
+                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
+        }
+        if !owned.labels_ours(&snapshot.labels) {
+            return Err(refused("snapshot_not_owned", VmError::Ownership));
+        }
         if snapshot.labels != labels {
             return unexpected();
         }
@@ -733,7 +774,7 @@ impl wit::Host for View<'_> {
             _ => return Err(refused("incarnation", VmError::Invalid)),
         };
         // An incarnation already restored is adopted when it is this one.
-        match self.resolve(&owned, &target).await {
+        match self.resolve(&owned, &target, Lookup::Exact).await {
             Err(VmError::NotFound) => {}
             Err(error) => return Err(error),
             Ok(resolved) => return self.adopt(&owned, resolved).await,
@@ -804,7 +845,7 @@ impl wit::Host for View<'_> {
         target: wit::Incarnation,
     ) -> Result<wit::VmMetrics, VmError> {
         let owned = self.owned("metrics", allocation, Effect::Reads)?;
-        let resolved = self.resolve(&owned, &target).await?;
+        let resolved = self.resolve(&owned, &target, Lookup::Read).await?;
         let guard = owned.guard(&resolved);
         let name = guard.name.clone();
         let (_, outcome) = self
