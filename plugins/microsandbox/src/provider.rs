@@ -33,9 +33,10 @@ fn first(allocation: &Reference) -> Result<Option<VmState>, Error> {
     found(msb::inspect(allocation, &vm::first()))
 }
 
-/// Create's definite end at a VM the host refused to use (it did not
-/// carry the node's policy, and the host removed it): settled, with what
-/// is left of it, if anything. Kill removes what is left.
+/// Create's definite end where the host refused: a VM that did not carry
+/// the node's policy (the host removed it), or a node that cannot boot VMs
+/// (the host sent nothing, or the runtime recorded a VM it could not
+/// boot): settled, with what is left, if anything. Kill removes it.
 fn refused(allocation: Reference) -> Failure {
     let info = match first(&allocation) {
         Ok(Some(state)) => Some(Info {
@@ -67,8 +68,9 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
     }
     let created = match msb::create(&allocation) {
         Ok(state) => state,
-        // The host removed a VM that did not carry the policy.
-        Err(VmError::Invalid) => return Err(refused(allocation)),
+        // The host removed a VM that did not carry the policy, or refused
+        // a create on a node that cannot boot VMs: a definite end.
+        Err(VmError::Invalid | VmError::NotReady) => return Err(refused(allocation)),
         Err(error) => return Err(failed(error).into()),
     };
     // Qualify the exact VM before anything runs in it.

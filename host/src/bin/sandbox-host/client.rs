@@ -108,6 +108,21 @@ pub(crate) enum ClientCmd {
         #[arg(long, default_value_t = 60_000)]
         budget_ms: u32,
     },
+    /// Walk one allocation of a checkpointing kind through create, a file
+    /// written, suspend, resume into generation 1, the file and the
+    /// daemon's process read back, kill-compute of both generations and
+    /// delete-snapshot, checking each answer (exit status 1 at the first
+    /// step that fails, after removing what the walk made).
+    CheckpointWalk {
+        /// Provider kind, e.g. `microsandbox`.
+        kind: String,
+        /// The allocation: `TENANT/ENVIRONMENT/ALLOCATION` (default: a fresh one).
+        #[arg(long)]
+        reference: Option<String>,
+        /// Budget for each step, 1..=120000 ms.
+        #[arg(long, default_value_t = 120_000)]
+        budget_ms: u32,
+    },
 }
 
 /// Prints one step of `client walk`; returns whether it succeeded.
@@ -230,6 +245,19 @@ pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
             let budget = Budget::from_millis(budget_ms)?;
             let provider = RemoteProvider::connect(client, &registry, &kind, budget).await?;
             Ok(walk(&provider, allocation, budget).await)
+        }
+        ClientCmd::CheckpointWalk {
+            kind,
+            reference,
+            budget_ms,
+        } => {
+            let allocation = match reference {
+                Some(text) => parse_reference(&text)?,
+                None => fresh_reference(),
+            };
+            let budget = Budget::from_millis(budget_ms)?;
+            let provider = RemoteProvider::connect(client, &registry, &kind, budget).await?;
+            Ok(crate::checkpoint_walk::walk(&provider, allocation, budget).await)
         }
     }
 }

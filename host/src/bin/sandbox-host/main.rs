@@ -2,6 +2,7 @@
 //! the registry (the rows built into this binary and an operator's registry
 //! file), and talk to a serving node as Core does. One module per group of subcommands.
 
+mod checkpoint_walk;
 mod client;
 mod inspect;
 mod logging;

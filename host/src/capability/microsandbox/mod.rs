@@ -178,10 +178,21 @@ impl Broker {
 
     /// Records a readiness judgement.
     fn learn_readiness(&self, readiness: &Readiness) {
-        *self
+        let mut known = self
             .readiness
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some((Instant::now(), readiness.clone()));
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A change of judgement is the operator's to see, with its reason.
+        if known.as_ref().map(|(_, before)| before.reason) != Some(readiness.reason) {
+            match readiness.reason {
+                None => tracing::info!(event = "microsandbox_ready", "the node can run VMs"),
+                Some(reason) => tracing::warn!(
+                    event = "microsandbox_not_ready",
+                    reason,
+                    "the node cannot run VMs"
+                ),
+            }
+        }
+        *known = Some((Instant::now(), readiness.clone()));
     }
 }
