@@ -1,0 +1,228 @@
+//! The runtime images' inits run for real, as root in a container of the
+//! test runtime image on the private Docker Engine: the E2B template's
+//! (`plugins/e2b/template/oac-e2b-init`) and the microsandbox image's
+//! (`plugins/microsandbox/image/oac-microsandbox-init`). Each writes the
+//! bootstrap file 0600 and owned by 1000, starts the daemon as 1000 and
+//! refuses a second run.
+
+use crate::support::*;
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+
+const E2B_INIT: &str = include_str!("../../../plugins/e2b/template/oac-e2b-init");
+const MICROSANDBOX_INIT: &str =
+    include_str!("../../../plugins/microsandbox/image/oac-microsandbox-init");
+
+/// Runs `script` with `sh -c` as root; its exit code and stdout.
+async fn sh(engine: &Docker, container: &str, script: &str) -> (i64, String) {
+    let exec = engine
+        .create_exec(
+            container,
+            bollard::models::ExecConfig {
+                cmd: Some(vec!["sh".into(), "-c".into(), script.into()]),
+                user: Some("0".into()),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("exec created");
+    let mut stdout = String::new();
+    if let bollard::exec::StartExecResults::Attached { mut output, .. } = engine
+        .start_exec(&exec.id, None)
+        .await
+        .expect("exec started")
+    {
+        while let Some(Ok(chunk)) = output.next().await {
+            if let bollard::container::LogOutput::StdOut { message } = chunk {
+                stdout.push_str(&String::from_utf8_lossy(&message));
+            }
+        }
+    }
+    let inspected = engine.inspect_exec(&exec.id).await.expect("exec inspected");
+    (inspected.exit_code.unwrap_or(-1), stdout)
+}
+
+/// A running container of the test runtime image with `init` installed
+/// as `/usr/local/bin/<file>` (and, with `mounts`, the capability to bind
+/// mount, as a microVM's root has).
+async fn container_with(engine: &Docker, file: &str, init: &str, mounts: bool) -> String {
+    let image = runtime_image_id(engine).await;
+    let name = format!("{file}-{}", std::process::id());
+    let options = CreateContainerOptionsBuilder::default().name(&name).build();
+    let body = ContainerCreateBody {
+        image: Some(image),
+        user: Some("0".into()),
+        cmd: Some(vec!["sleep".into(), "600".into()]),
+        network_disabled: Some(true),
+        host_config: mounts.then(|| HostConfig {
+            cap_add: Some(vec!["SYS_ADMIN".into()]),
+            security_opt: Some(vec!["apparmor=unconfined".into()]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let created = engine
+        .create_container(Some(options), body)
+        .await
+        .expect("container");
+    let id = created.id;
+    engine
+        .start_container(
+            &id,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await
+        .expect("started");
+    let mut archive = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(init.len() as u64);
+    header.set_mode(0o755);
+    header.set_cksum();
+    archive
+        .append_data(&mut header, file, init.as_bytes())
+        .expect("tar");
+    let archive = archive.into_inner().expect("tar bytes");
+    engine
+        .upload_to_container(
+            &id,
+            Some(
+                UploadToContainerOptionsBuilder::default()
+                    .path("/usr/local/bin")
+                    .build(),
+            ),
+            bollard::body_full(archive.into()),
+        )
+        .await
+        .expect("init uploaded");
+    id
+}
+
+/// Runs `checks`, then removes the container whatever they found.
+async fn checked(engine: &Docker, id: &str, checks: impl std::future::Future<Output = ()>) {
+    let outcome = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
+    let _ = engine
+        .remove_container(
+            id,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn connect(socket: &std::path::Path) -> Docker {
+    Docker::connect_with_unix(
+        socket.to_str().expect("utf-8 socket path"),
+        60,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .expect("engine")
+}
+
+/// The uids of the stand-in daemons (which exec `sleep 2147483647` once
+/// they accepted the bootstrap file).
+const DAEMON_UIDS: &str = "for p in /proc/[0-9]*; do if grep -q '214748364[7]' $p/cmdline 2>/dev/null; then awk '/^Uid:/{print $2}' $p/status; fi; done";
+
+#[tokio::test]
+async fn the_template_init_bootstraps_once_as_the_runtime_user() {
+    let Some(socket) = engine_socket("e2b template init") else {
+        return;
+    };
+    let engine = connect(&socket);
+    let id = container_with(&engine, "oac-e2b-init", E2B_INIT, false).await;
+    let record = r#"{"core_url":"https://core.example","daemon_credential":"init-canary","device_id":"d","harness":"h","version":1}"#;
+    let run = format!("printf '%s' '{record}' | oac-e2b-init inst-1 t e alloc-1");
+    let (code, _) = sh(&engine, &id, &run).await;
+    let checks = async {
+        assert_eq!(code, 0, "the init succeeds");
+        let (_, file) = sh(
+            &engine,
+            &id,
+            "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
+        )
+        .await;
+        assert_eq!(file, format!("600 1000 1000\n{record}"));
+        let (_, ready) = sh(&engine, &id, "cat /run/oac/ready.json").await;
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&ready).expect("ready record"),
+            serde_json::json!({"installation": "inst-1", "tenant": "t",
+                               "environment": "e", "allocation": "alloc-1"})
+        );
+        let (_, daemons) = sh(&engine, &id, DAEMON_UIDS).await;
+        // The stand-in daemon execs `sleep 2147483647` once it accepted
+        // the bootstrap file.
+        assert_eq!(daemons.trim(), "1000", "one daemon, running as 1000");
+        let (again, _) = sh(&engine, &id, &run).await;
+        assert_eq!(again, 65, "a second run is refused");
+        let (bad, _) = sh(
+            &engine,
+            &id,
+            "rm -rf /run/oac /home/runtime/runtime-bootstrap.json; echo '{}' | oac-e2b-init 'bad name' t e a",
+        )
+        .await;
+        assert_eq!(bad, 64, "an identity part that is not an identifier");
+    };
+    checked(&engine, &id, checks).await;
+}
+
+#[tokio::test]
+async fn the_microsandbox_init_bootstraps_once_and_binds_the_workspace() {
+    let Some(socket) = engine_socket("microsandbox image init") else {
+        return;
+    };
+    let engine = connect(&socket);
+    let id = container_with(&engine, "oac-microsandbox-init", MICROSANDBOX_INIT, true).await;
+    let record = r#"{"core_url":"https://core.example","daemon_credential":"init-canary","device_id":"d","harness":"h","version":1}"#;
+    let run = format!("printf '%s' '{record}' | oac-microsandbox-init");
+    let (code, _) = sh(&engine, &id, &run).await;
+    let checks = async {
+        assert_eq!(code, 0, "the init succeeds");
+        let (_, file) = sh(
+            &engine,
+            &id,
+            "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
+        )
+        .await;
+        assert_eq!(file, format!("600 1000 1000\n{record}"));
+        let (_, dirs) = sh(
+            &engine,
+            &id,
+            "stat -c '%n %a %u' /environment/workspace /environment/staging /environment/initialization /environment/packages",
+        )
+        .await;
+        assert_eq!(
+            dirs,
+            "/environment/workspace 700 1000\n/environment/staging 700 1000\n\
+             /environment/initialization 700 1000\n/environment/packages 700 1000\n"
+        );
+        let (bound, _) = sh(
+            &engine,
+            &id,
+            "echo through > /workspace/f && [ \"$(cat /environment/workspace/f)\" = through ]",
+        )
+        .await;
+        assert_eq!(bound, 0, "/workspace is /environment/workspace");
+        let (_, daemons) = sh(&engine, &id, DAEMON_UIDS).await;
+        assert_eq!(daemons.trim(), "1000", "one daemon, running as 1000");
+        let (again, _) = sh(&engine, &id, &run).await;
+        assert_eq!(again, 65, "a second run is refused");
+        let (arguments, _) = sh(&engine, &id, "echo '{}' | oac-microsandbox-init extra").await;
+        assert_eq!(arguments, 64, "the record comes only on stdin");
+        let (linked, _) = sh(
+            &engine,
+            &id,
+            "rm -f /home/runtime/runtime-bootstrap.json && rm -rf /environment/packages && \
+             ln -s /etc /environment/packages && echo '{}' | oac-microsandbox-init",
+        )
+        .await;
+        assert_eq!(linked, 66, "a directory that is a link is never followed");
+    };
+    checked(&engine, &id, checks).await;
+}
