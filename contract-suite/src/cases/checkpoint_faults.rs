@@ -1,6 +1,7 @@
 //! The failure matrix of the checkpoint operations, part of clause
-//! `checkpoint`: for suspend, resume, resume-compute, kill-compute and
-//! delete-snapshot, a fault at each native request of the legitimate
+//! `checkpoint`: for get-compute, run-command-compute, suspend, resume,
+//! resume-compute, kill-compute and delete-snapshot (initial and
+//! new-compute send nothing), a fault at each native request of the legitimate
 //! sequence (failure before dispatch, lost response, caller cancelled
 //! after dispatch, foreign ownership) makes the operation fail — never
 //! `unsupported`, never a success it cannot know — and the requests made
@@ -17,11 +18,13 @@ use sandbox_host::police;
 use sandbox_host::provider::CheckpointProvider;
 use sandbox_host::testing::{Fault, NativeRequest};
 use sandbox_host::types::{
-    Compute, Error, Reference, ResumeRequest, SnapshotIdentity, SuspendRequest,
+    Command, Compute, Error, Reference, ResumeRequest, SnapshotIdentity, SuspendRequest,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Operation {
+    GetCompute,
+    RunCommandCompute,
     Suspend,
     Resume,
     ResumeCompute,
@@ -30,7 +33,9 @@ enum Operation {
 }
 
 impl Operation {
-    const ALL: [Operation; 5] = [
+    const ALL: [Operation; 7] = [
+        Operation::GetCompute,
+        Operation::RunCommandCompute,
         Operation::Suspend,
         Operation::Resume,
         Operation::ResumeCompute,
@@ -40,6 +45,8 @@ impl Operation {
 
     fn name(self) -> &'static str {
         match self {
+            Operation::GetCompute => "get-compute",
+            Operation::RunCommandCompute => "run-command-compute",
             Operation::Suspend => "suspend",
             Operation::Resume => "resume",
             Operation::ResumeCompute => "resume-compute",
@@ -115,6 +122,32 @@ async fn call(h: &Harness, operation: Operation, made: &Made) -> Result<(), Stri
     let checkpoint = h.kind();
     let (reference, budget) = (made.reference.clone(), h.budget());
     let answer = match operation {
+        Operation::GetCompute => {
+            let answer = checkpoint
+                .get_compute(reference, made.source.clone(), budget)
+                .await;
+            police::compute_state(
+                sandbox_host::contract::Operation::GetCompute,
+                answer,
+                &made.source,
+            )
+            .map(drop)
+        }
+        Operation::RunCommandCompute => {
+            let command = Command {
+                args: vec!["echo".into(), "checkpoint".into()],
+                directory: None,
+                stdin: None,
+            };
+            match checkpoint
+                .run_command_compute(reference, made.source.clone(), command, budget)
+                .await
+            {
+                Ok(result) if result.exit_code == 0 => Ok(()),
+                Ok(result) => return Err(format!("exit {}", result.exit_code)),
+                Err(error) => Err(error),
+            }
+        }
         Operation::Suspend => {
             let request = suspend_request(made, false);
             let answer = checkpoint.suspend(request.clone(), budget).await;
