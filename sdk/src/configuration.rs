@@ -53,6 +53,16 @@ impl<T: JsonConfigured> WithCredential for T {
     }
 }
 
+/// The canonical public object of a kind with no public configuration of
+/// its own (a node kind whose node file holds the rest): only the empty
+/// object, `{}`; anything else is `invalid`.
+pub fn empty_object(text: &str) -> Result<String, Error> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) if map.is_empty() => Ok("{}".into()),
+        _ => Err(Error::Invalid),
+    }
+}
+
 /// An adapter's configuration rules.
 #[derive(Clone, Copy)]
 pub struct JsonConfiguration {
@@ -155,6 +165,14 @@ impl JsonConfiguration {
 mod tests {
     use super::*;
     use crate::types::CredentialField;
+
+    #[test]
+    fn only_the_empty_object_is_an_empty_configuration() {
+        assert_eq!(empty_object(" { } "), Ok("{}".into()));
+        for bad in ["", "[]", "null", r#"{"image":"x"}"#, "{"] {
+            assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
+        }
+    }
 
     const RULES: JsonConfiguration = JsonConfiguration {
         canonical: |public| match public.trim() {

@@ -8,7 +8,7 @@
 //! are exactly the legitimate sequence up to the fault: nothing replayed,
 //! no fallback (no recapture, no second restore, no cold start).
 
-use super::failures::{fault_name, repeated, same};
+use super::failures::{cells, fault_name, repeated, same};
 use super::{Runner, Verdict, actions, ensure};
 use crate::harness::Harness;
 use crate::profile::Classifier;
@@ -284,40 +284,26 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 },
             )
             .await;
-        for fault in [
-            Fault::FailBeforeDispatch,
-            Fault::LoseResponse,
-            Fault::CancelAfterDispatch,
-            Fault::ForeignOwnership,
-        ] {
-            for (index, request) in legitimate.iter().enumerate() {
-                let applies = match fault {
-                    Fault::ForeignOwnership => shown[index],
-                    Fault::CancelAfterDispatch => h.is_mutation(request) || index == 0,
-                    _ => true,
-                };
-                if !applies {
-                    continue;
-                }
-                let k = index + 1;
-                let id = format!(
-                    "checkpoint.failure.{}.{}.{k}",
-                    operation.name(),
-                    fault_name(fault)
-                );
-                let sentence = format!(
-                    "With {} at native request {k} ({}), {} fails without unsupported and sends only the legitimate requests up to it.",
-                    fault_name(fault),
-                    request.action,
-                    operation.name()
-                );
-                let expected = &legitimate[..k];
-                runner
-                    .case(id, "checkpoint", Level::Must, sentence, async |h| {
-                        faulted(h, operation, fault, k, expected).await
-                    })
-                    .await;
-            }
+        for (fault, index) in cells(h, &legitimate, &shown) {
+            let request = &legitimate[index];
+            let k = index + 1;
+            let id = format!(
+                "checkpoint.failure.{}.{}.{k}",
+                operation.name(),
+                fault_name(fault)
+            );
+            let sentence = format!(
+                "With {} at native request {k} ({}), {} fails without unsupported and sends only the legitimate requests up to it.",
+                fault_name(fault),
+                request.action,
+                operation.name()
+            );
+            let expected = &legitimate[..k];
+            runner
+                .case(id, "checkpoint", Level::Must, sentence, async |h| {
+                    faulted(h, operation, fault, k, expected).await
+                })
+                .await;
         }
     }
 }

@@ -95,6 +95,37 @@ pub(super) fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
     twice
 }
 
+/// The cells of the matrix over a legitimate sequence, in order: each
+/// fault at each request it applies to (a fault and the request's index).
+/// A cancellation only after a mutation or the first request; a foreign
+/// owner only where an answer showed a resource as this installation's.
+pub(super) fn cells(
+    h: &Harness,
+    legitimate: &[NativeRequest],
+    shown: &[bool],
+) -> Vec<(Fault, usize)> {
+    let faults = [
+        Fault::FailBeforeDispatch,
+        Fault::LoseResponse,
+        Fault::CancelAfterDispatch,
+        Fault::ForeignOwnership,
+    ];
+    faults
+        .into_iter()
+        .flat_map(|fault| {
+            legitimate
+                .iter()
+                .enumerate()
+                .filter(move |(index, request)| match fault {
+                    Fault::ForeignOwnership => shown[*index],
+                    Fault::CancelAfterDispatch => h.is_mutation(request) || *index == 0,
+                    _ => true,
+                })
+                .map(move |(index, _)| (fault, index))
+        })
+        .collect()
+}
+
 /// The checks every faulted operation must pass.
 fn judge(answer: &Mutation, reference: &Reference) -> Verdict {
     match answer {
@@ -180,95 +211,75 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 },
             )
             .await;
-        for fault in [
-            Fault::FailBeforeDispatch,
-            Fault::LoseResponse,
-            Fault::CancelAfterDispatch,
-            Fault::ForeignOwnership,
-        ] {
-            for (index, request) in legitimate.iter().enumerate() {
-                let applies = match fault {
-                    // Only a resource that exists can appear foreign.
-                    Fault::ForeignOwnership => shown[index],
-                    Fault::CancelAfterDispatch => h.is_mutation(request) || index == 0,
-                    _ => true,
-                };
-                if !applies {
-                    continue;
-                }
-                let k = index + 1;
-                let id = format!("failure.{}.{}.{k}", operation.name(), fault_name(fault));
-                let sentence = format!(
-                    "With {} at native request {k} ({}), {} fails without unsupported, settlement or foreign reference, and sends only the legitimate requests up to it.",
-                    fault_name(fault),
-                    request.action,
-                    operation.name()
-                );
-                let expected = &legitimate[..k];
-                runner
-                    .case(id, "failure-matrix", Level::Must, sentence, async |h| {
-                        let reference = h.allocation(&format!(
-                            "{}-{}-{k}",
-                            operation.name(),
-                            fault_name(fault)
-                        ));
-                        if operation != Operation::Create {
-                            setup(h, &reference).await?;
-                        }
-                        let plan = Plan {
-                            matching: Matching::Any,
-                            nth: k,
-                            fault,
-                        };
-                        let (answer, requests) = h
-                            .with_fault(Some(plan), async || operation.call(h, &reference).await)
-                            .await;
-                        h.cleanup(&reference).await;
-                        judge(&answer, &reference)?;
-                        if fault == Fault::ForeignOwnership {
-                            // The host removing a container it just created
-                            // that failed verification is not the component's
-                            // mutation, and never touches the foreign resource;
-                            // nor is a receipt (host-local bookkeeping).
-                            let after: Vec<&NativeRequest> = requests
-                                .iter()
-                                .skip(k)
-                                .filter(|r| h.is_mutation(r) && !r.host_cleanup)
-                                .filter(|r| Classifier::is_vendor(r))
-                                .collect();
-                            ensure(
-                                requests.len() >= k && same(&requests[..k], expected),
-                                || format!("requests {:?}", actions(&requests)),
-                            )?;
-                            ensure(after.is_empty(), || {
-                                format!(
-                                    "mutated after seeing a foreign resource: {:?}",
-                                    actions(&requests)
-                                )
-                            })
-                        } else {
-                            // After the fault a component may record what it
-                            // learnt in its own receipts (host-local, no
-                            // vendor effect); it sends nothing else.
-                            let sent: Vec<NativeRequest> = requests
-                                .iter()
-                                .enumerate()
-                                .filter(|(index, request)| {
-                                    *index < k || Classifier::is_vendor(request)
-                                })
-                                .map(|(_, request)| request.clone())
-                                .collect();
-                            ensure(same(&sent, expected), || {
-                                format!(
-                                    "requests {:?}, legitimate {:?}",
-                                    actions(&requests),
-                                    actions(expected)
-                                )
-                            })
-                        }
-                    })
-                    .await;
-            }
+        for (fault, index) in cells(h, &legitimate, &shown) {
+            let request = &legitimate[index];
+            let k = index + 1;
+            let id = format!("failure.{}.{}.{k}", operation.name(), fault_name(fault));
+            let sentence = format!(
+                "With {} at native request {k} ({}), {} fails without unsupported, settlement or foreign reference, and sends only the legitimate requests up to it.",
+                fault_name(fault),
+                request.action,
+                operation.name()
+            );
+            let expected = &legitimate[..k];
+            runner
+                .case(id, "failure-matrix", Level::Must, sentence, async |h| {
+                    let reference =
+                        h.allocation(&format!("{}-{}-{k}", operation.name(), fault_name(fault)));
+                    if operation != Operation::Create {
+                        setup(h, &reference).await?;
+                    }
+                    let plan = Plan {
+                        matching: Matching::Any,
+                        nth: k,
+                        fault,
+                    };
+                    let (answer, requests) = h
+                        .with_fault(Some(plan), async || operation.call(h, &reference).await)
+                        .await;
+                    h.cleanup(&reference).await;
+                    judge(&answer, &reference)?;
+                    if fault == Fault::ForeignOwnership {
+                        // The host removing a container it just created
+                        // that failed verification is not the component's
+                        // mutation, and never touches the foreign resource;
+                        // nor is a receipt (host-local bookkeeping).
+                        let after: Vec<&NativeRequest> = requests
+                            .iter()
+                            .skip(k)
+                            .filter(|r| h.is_mutation(r) && !r.host_cleanup)
+                            .filter(|r| Classifier::is_vendor(r))
+                            .collect();
+                        ensure(
+                            requests.len() >= k && same(&requests[..k], expected),
+                            || format!("requests {:?}", actions(&requests)),
+                        )?;
+                        ensure(after.is_empty(), || {
+                            format!(
+                                "mutated after seeing a foreign resource: {:?}",
+                                actions(&requests)
+                            )
+                        })
+                    } else {
+                        // After the fault a component may record what it
+                        // learnt in its own receipts (host-local, no
+                        // vendor effect); it sends nothing else.
+                        let sent: Vec<NativeRequest> = requests
+                            .iter()
+                            .enumerate()
+                            .filter(|(index, request)| *index < k || Classifier::is_vendor(request))
+                            .map(|(_, request)| request.clone())
+                            .collect();
+                        ensure(same(&sent, expected), || {
+                            format!(
+                                "requests {:?}, legitimate {:?}",
+                                actions(&requests),
+                                actions(expected)
+                            )
+                        })
+                    }
+                })
+                .await;
         }
     }
     runner

@@ -282,12 +282,7 @@ impl Observe for DockerProvider {
 }
 
 /// The public configuration of a node kind is always the empty object.
-fn empty_object(text: &str) -> Result<String, Error> {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) if map.is_empty() => Ok("{}".into()),
-        _ => Err(Error::Invalid),
-    }
-}
+use oac_provider_sdk::configuration::empty_object;
 
 /// A node kind's configuration: the empty object and no credential (the
 /// node's file holds the rest).

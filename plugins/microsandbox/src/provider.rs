@@ -298,18 +298,11 @@ impl Readiness for MicrosandboxProvider {
     }
 }
 
-/// The public configuration of a node kind is the empty object (the
+/// The public configuration of this node kind is the empty object (the
 /// node's file holds the VM policy), with no credential.
-fn empty_object(text: &str) -> Result<String, Error> {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::Object(map)) if map.is_empty() => Ok("{}".into()),
-        _ => Err(Error::Invalid),
-    }
-}
-
 impl JsonConfigured for MicrosandboxProvider {
     const CONFIGURATION: JsonConfiguration = JsonConfiguration {
-        canonical: empty_object,
+        canonical: oac_provider_sdk::configuration::empty_object,
         credential_fields: &[],
         may_change: |_, _| true,
     };
@@ -326,13 +319,5 @@ mod tests {
             Some("2023-11-14T22:13:20.500Z")
         );
         assert_eq!(started_at(5, 6), None, "an uptime longer than the clock");
-    }
-
-    #[test]
-    fn the_public_configuration_is_only_the_empty_object() {
-        assert_eq!(empty_object(" { } "), Ok("{}".into()));
-        for bad in ["", "[]", "null", r#"{"image":"x"}"#, "{"] {
-            assert_eq!(empty_object(bad), Err(Error::Invalid), "{bad:?}");
-        }
     }
 }

@@ -209,6 +209,15 @@ fn fresh_reference() -> Reference {
     }
 }
 
+/// A walk's allocation (the given one, or a fresh one) and step budget.
+fn walked(reference: Option<String>, budget_ms: u32) -> Result<(Reference, Budget)> {
+    let allocation = match reference {
+        Some(text) => parse_reference(&text)?,
+        None => fresh_reference(),
+    };
+    Ok((allocation, Budget::from_millis(budget_ms)?))
+}
+
 /// Runs one client command; returns success.
 pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
     let endpoint = remote.endpoint()?;
@@ -238,11 +247,7 @@ pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
             reference,
             budget_ms,
         } => {
-            let allocation = match reference {
-                Some(text) => parse_reference(&text)?,
-                None => fresh_reference(),
-            };
-            let budget = Budget::from_millis(budget_ms)?;
+            let (allocation, budget) = walked(reference, budget_ms)?;
             let provider = RemoteProvider::connect(client, &registry, &kind, budget).await?;
             Ok(walk(&provider, allocation, budget).await)
         }
@@ -251,11 +256,7 @@ pub(crate) async fn run(remote: RemoteArgs, action: ClientCmd) -> Result<bool> {
             reference,
             budget_ms,
         } => {
-            let allocation = match reference {
-                Some(text) => parse_reference(&text)?,
-                None => fresh_reference(),
-            };
-            let budget = Budget::from_millis(budget_ms)?;
+            let (allocation, budget) = walked(reference, budget_ms)?;
             let provider = RemoteProvider::connect(client, &registry, &kind, budget).await?;
             Ok(crate::checkpoint_walk::walk(&provider, allocation, budget).await)
         }
