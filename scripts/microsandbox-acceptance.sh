@@ -134,6 +134,7 @@ The walk stops at the probe. On a machine that boots VMs it would check:
                          the source force-killed and confirmed stopped
   resume                 generation 1 restored from exactly that snapshot
   run-command-compute    the file and the same daemon process in generation 1
+  observe                generation 1, found by its native id alone
   kill-compute           both generations, each then not found
   delete-snapshot        the snapshot, then not found by the helper
 EOF

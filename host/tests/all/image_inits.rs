@@ -126,9 +126,31 @@ fn connect(socket: &std::path::Path) -> Docker {
     .expect("engine")
 }
 
-/// The uids of the stand-in daemons (which exec `sleep 2147483647` once
-/// they accepted the bootstrap file).
-const DAEMON_UIDS: &str = "for p in /proc/[0-9]*; do if grep -q '214748364[7]' $p/cmdline 2>/dev/null; then awk '/^Uid:/{print $2}' $p/status; fi; done";
+/// The bootstrap record each init is given.
+const RECORD: &str = r#"{"core_url":"https://core.example","daemon_credential":"init-canary","device_id":"d","harness":"h","version":1}"#;
+
+/// Runs `run` (an init given [`RECORD`] on stdin) and checks what every
+/// init promises: it succeeds, the bootstrap file holds exactly the record,
+/// 0600 and owned by 1000:1000, one daemon runs as 1000, and a second run
+/// is refused.
+async fn bootstraps_once(engine: &Docker, id: &str, run: &str) {
+    let (code, _) = sh(engine, id, run).await;
+    assert_eq!(code, 0, "the init succeeds");
+    let (_, file) = sh(
+        engine,
+        id,
+        "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
+    )
+    .await;
+    assert_eq!(file, format!("600 1000 1000\n{RECORD}"));
+    // The stand-in daemon execs `sleep 2147483647` once it accepted the
+    // bootstrap file: the uids of such processes.
+    let daemons = "for p in /proc/[0-9]*; do if grep -q '214748364[7]' $p/cmdline 2>/dev/null; then awk '/^Uid:/{print $2}' $p/status; fi; done";
+    let (_, uids) = sh(engine, id, daemons).await;
+    assert_eq!(uids.trim(), "1000", "one daemon, running as 1000");
+    let (again, _) = sh(engine, id, run).await;
+    assert_eq!(again, 65, "a second run is refused");
+}
 
 #[tokio::test]
 async fn the_template_init_bootstraps_once_as_the_runtime_user() {
@@ -137,30 +159,15 @@ async fn the_template_init_bootstraps_once_as_the_runtime_user() {
     };
     let engine = connect(&socket);
     let id = container_with(&engine, "oac-e2b-init", E2B_INIT, false).await;
-    let record = r#"{"core_url":"https://core.example","daemon_credential":"init-canary","device_id":"d","harness":"h","version":1}"#;
-    let run = format!("printf '%s' '{record}' | oac-e2b-init inst-1 t e alloc-1");
-    let (code, _) = sh(&engine, &id, &run).await;
+    let run = format!("printf '%s' '{RECORD}' | oac-e2b-init inst-1 t e alloc-1");
     let checks = async {
-        assert_eq!(code, 0, "the init succeeds");
-        let (_, file) = sh(
-            &engine,
-            &id,
-            "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
-        )
-        .await;
-        assert_eq!(file, format!("600 1000 1000\n{record}"));
+        bootstraps_once(&engine, &id, &run).await;
         let (_, ready) = sh(&engine, &id, "cat /run/oac/ready.json").await;
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&ready).expect("ready record"),
             serde_json::json!({"installation": "inst-1", "tenant": "t",
                                "environment": "e", "allocation": "alloc-1"})
         );
-        let (_, daemons) = sh(&engine, &id, DAEMON_UIDS).await;
-        // The stand-in daemon execs `sleep 2147483647` once it accepted
-        // the bootstrap file.
-        assert_eq!(daemons.trim(), "1000", "one daemon, running as 1000");
-        let (again, _) = sh(&engine, &id, &run).await;
-        assert_eq!(again, 65, "a second run is refused");
         let (bad, _) = sh(
             &engine,
             &id,
@@ -179,18 +186,9 @@ async fn the_microsandbox_init_bootstraps_once_and_binds_the_workspace() {
     };
     let engine = connect(&socket);
     let id = container_with(&engine, "oac-microsandbox-init", MICROSANDBOX_INIT, true).await;
-    let record = r#"{"core_url":"https://core.example","daemon_credential":"init-canary","device_id":"d","harness":"h","version":1}"#;
-    let run = format!("printf '%s' '{record}' | oac-microsandbox-init");
-    let (code, _) = sh(&engine, &id, &run).await;
+    let run = format!("printf '%s' '{RECORD}' | oac-microsandbox-init");
     let checks = async {
-        assert_eq!(code, 0, "the init succeeds");
-        let (_, file) = sh(
-            &engine,
-            &id,
-            "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
-        )
-        .await;
-        assert_eq!(file, format!("600 1000 1000\n{record}"));
+        bootstraps_once(&engine, &id, &run).await;
         let (_, dirs) = sh(
             &engine,
             &id,
@@ -209,10 +207,6 @@ async fn the_microsandbox_init_bootstraps_once_and_binds_the_workspace() {
         )
         .await;
         assert_eq!(bound, 0, "/workspace is /environment/workspace");
-        let (_, daemons) = sh(&engine, &id, DAEMON_UIDS).await;
-        assert_eq!(daemons.trim(), "1000", "one daemon, running as 1000");
-        let (again, _) = sh(&engine, &id, &run).await;
-        assert_eq!(again, 65, "a second run is refused");
         let (arguments, _) = sh(&engine, &id, "echo '{}' | oac-microsandbox-init extra").await;
         assert_eq!(arguments, 64, "the record comes only on stdin");
         let (linked, _) = sh(

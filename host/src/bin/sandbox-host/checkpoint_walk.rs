@@ -2,10 +2,10 @@
 //! kind through a node, as Core drives it — create, a file written and the
 //! daemon's process id read, suspend, resume into generation 1, the file
 //! and the process id read again (the workspace and the running process
-//! came back with the snapshot's memory and disk), kill-compute of both
-//! generations, delete-snapshot — checking each answer by the contract's
-//! rules and printing each step. It stops at the first step that fails,
-//! then removes what it made.
+//! came back with the snapshot's memory and disk), generation 1 observed
+//! by its native id, kill-compute of both generations, delete-snapshot —
+//! checking each answer by the contract's rules and printing each step. It
+//! stops at the first step that fails, then removes what it made.
 
 use crate::operation::command_json;
 use sandbox_host::Budget;
@@ -14,7 +14,7 @@ use sandbox_host::police;
 use sandbox_host::provider::{CheckpointProvider, SandboxProvider};
 use sandbox_host::types::{
     Bootstrap, Command, CommandResult, Compute, ComputeStatus, Error, NetworkAccess, Reference,
-    ResumeRequest, SnapshotIdentity, SuspendRequest,
+    ResumeRequest, SnapshotIdentity, SuspendRequest, Target,
 };
 use serde_json::json;
 
@@ -211,6 +211,23 @@ async fn steps<C: CheckpointProvider>(
         false => Err(format!("another daemon: {}", command_json(&result))),
     });
     step("run-command-compute (the same daemon, generation 1)", again)?;
+    // An observation names only the native id: it finds generation 1.
+    let observed = provider
+        .observe(
+            Target {
+                reference: allocation.clone(),
+                provider_id: Some(target.id.clone()),
+            },
+            budget,
+        )
+        .await;
+    let observed = observed.map_err(code).and_then(|sample| {
+        match sample.started_at.is_some() && sample.memory_limit_bytes > 0 {
+            true => Ok(sample),
+            false => Err(format!("an incomplete sample: {sample:?}")),
+        }
+    });
+    step("observe (generation 1)", observed)?;
     for (name, compute) in [
         ("kill-compute (generation 1)", &target),
         ("kill-compute (generation 0)", &source),

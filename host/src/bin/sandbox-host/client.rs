@@ -110,7 +110,8 @@ pub(crate) enum ClientCmd {
     },
     /// Walk one allocation of a checkpointing kind through create, a file
     /// written, suspend, resume into generation 1, the file and the
-    /// daemon's process read back, kill-compute of both generations and
+    /// daemon's process read back, generation 1 observed by its native id,
+    /// kill-compute of both generations and
     /// delete-snapshot, checking each answer (exit status 1 at the first
     /// step that fails, after removing what the walk made).
     CheckpointWalk {

@@ -180,6 +180,14 @@ fn status(status: VmStatus) -> wit::VmStatus {
     }
 }
 
+/// `labels` as the boundary's decision shows them: under a
+/// foreign-ownership fault, another installation's.
+fn as_shown(decided: &Decided, labels: &mut BTreeMap<String, String>) {
+    if decided.shows_foreign() {
+        labels.insert(INSTALLATION_LABEL.into(), "another-installation".into());
+    }
+}
+
 /// The component's error for a helper's fixed code.
 fn from_code(code: ErrorCode) -> VmError {
     match code {
@@ -365,10 +373,7 @@ impl View<'_> {
         let Outcome::Vm { mut vm } = answered(outcome)? else {
             return unexpected();
         };
-        if decided.shows_foreign() {
-            vm.labels
-                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
-        }
+        as_shown(&decided, &mut vm.labels);
         let labelled = owned.labels_ours(&vm.labels);
         let ancestry = match (&target.restored_from, &vm.snapshot_parent) {
             (None, _) if by_labels => labelled,
@@ -412,11 +417,8 @@ impl View<'_> {
         let Outcome::Snapshot { mut snapshot } = answered(outcome)? else {
             return unexpected();
         };
-        if decided.shows_foreign() {
-            snapshot
-                .labels
-                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
-        } else if owned.labels_ours(&snapshot.labels) {
+        as_shown(&decided, &mut snapshot.labels);
+        if owned.labels_ours(&snapshot.labels) {
             owned.broker.boundary.ownership_shown(&decided);
         }
         Ok(snapshot)
@@ -559,10 +561,7 @@ impl wit::Host for View<'_> {
             }
             Err(error) => return Err(error),
         };
-        if decided.shows_foreign() {
-            vm.labels
-                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
-        }
+        as_shown(&decided, &mut vm.labels);
         if !owned.labels_ours(&vm.labels) {
             return Err(refused("vm_not_owned", VmError::Ownership));
         }
@@ -728,11 +727,7 @@ impl wit::Host for View<'_> {
         let Outcome::Snapshot { mut snapshot } = answered(outcome)? else {
             return unexpected();
         };
-        if decided.shows_foreign() {
-            snapshot
-                .labels
-                .insert(INSTALLATION_LABEL.into(), "another-installation".into());
-        }
+        as_shown(&decided, &mut snapshot.labels);
         if !owned.labels_ours(&snapshot.labels) {
             return Err(refused("snapshot_not_owned", VmError::Ownership));
         }
