@@ -12,34 +12,21 @@ use sandbox_host::capability::microsandbox::policy::{
 };
 use sandbox_host::capability::microsandbox::readiness::RuntimePin;
 use sandbox_host::capability::microsandbox::{BOOTSTRAP_LABEL, Binding};
-use sandbox_host::host::Connect;
 use sandbox_host::provider::SandboxProvider;
+use sandbox_host::testing::TestHost;
 use sandbox_host::testing::{Fault as BoundaryFault, NativeHook, NativeRequest};
 use sandbox_host::types::{Bootstrap, NetworkAccess, Reference};
-use sandbox_host::{Budget, Host, NodeBinding, Runtime};
+use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const INSTALLATION: &str = "inst-vm";
 const IMAGE: &str = "registry.example/oac-runtime:1@sha256:\
     0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-fn runtime() -> Arc<Runtime> {
-    static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| Runtime::new().expect("engine"))
-        .clone()
-}
-
-fn plugin_dir() -> PathBuf {
-    std::env::var_os("OAC_PLUGIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
-}
 
 fn policy() -> VmPolicy {
     VmPolicy::new(VmPolicySettings {
@@ -203,16 +190,7 @@ async fn load(microsandbox: Binding, steps: Value, kill_steps: Value) -> (Host, 
         hook: Some(recorder.clone()),
         ..NodeBinding::default()
     };
-    let bindings = BTreeMap::from([(registration.kind.clone(), binding)]);
-    let host = Host::load(
-        runtime(),
-        &[registration],
-        &plugin_dir(),
-        &bindings,
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads (run `cargo xtask build-plugins` first)");
+    let host = TestHost::one(registration, binding).loaded().await;
     (host, recorder)
 }
 

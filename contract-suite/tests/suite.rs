@@ -265,7 +265,7 @@ fn assert_failed(report: &Report, name: &str, ids: &[&str], only: bool) {
 /// cases judge one clause runs only that clause; `only` over every clause
 /// takes the whole suite.
 async fn assert_caught(mutant: &str, clauses: &[Clause], ids: &[&str], only: bool) {
-    let report = suite_clauses(&format!("mutant-{mutant}.wasm"), clauses).await;
+    let report = suite_clauses(&format!("mutant-docker-{mutant}.wasm"), clauses).await;
     assert_failed(&report, mutant, ids, only);
 }
 
@@ -305,14 +305,24 @@ async fn an_invented_settlement_is_caught() {
     .await;
 }
 
+/// A component that touches its vendor before answering `unsupported` (the
+/// steerable component: an SDK adapter cannot write this) fails exactly
+/// that operation's case.
 async fn native_io_before_unsupported_is_caught() {
-    assert_caught(
-        "io-before-unsupported",
-        &Clause::ALL,
+    let steering = serde_json::json!({
+        "touch_before_unsupported": true,
+        "url": "${FIXTURE_ORIGIN}/sandboxes",
+    });
+    let target = steerable("direct", steering, 1_000);
+    let report = contract_suite::run_clauses(&target, &[Clause::Unsupported], false)
+        .await
+        .expect("suite runs");
+    assert_failed(
+        &report,
+        "touch_before_unsupported",
         &["unsupported.observe-batch"],
         true,
-    )
-    .await;
+    );
 }
 
 async fn a_leaked_secret_is_caught() {

@@ -115,3 +115,85 @@ pub fn steerable_direct_row() -> Registration {
         ..steerable_row()
     }
 }
+
+/// Where `cargo xtask build-plugins` staged the components: the directory
+/// `OAC_PLUGIN_DIR` names, or the workspace's `target/plugins`.
+pub fn plugin_dir() -> std::path::PathBuf {
+    std::env::var_os("OAC_PLUGIN_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins")
+        })
+}
+
+/// One engine (and compile cache) for a whole test or bench process.
+pub fn runtime() -> Arc<Runtime> {
+    static RUNTIME: std::sync::OnceLock<Arc<Runtime>> = std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| Runtime::new().expect("a wasmtime engine"))
+        .clone()
+}
+
+/// A host for a test or a bench, built kind by kind from the staged
+/// components: the one way the host's tests, both crates' benches and the
+/// suite's own tests load a table.
+#[derive(Default)]
+pub struct TestHost {
+    table: Vec<Registration>,
+    bindings: BTreeMap<String, NodeBinding>,
+    runtime: Option<Arc<Runtime>>,
+}
+
+impl TestHost {
+    /// A host of no kinds yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One kind, `registration` on `binding`.
+    pub fn one(registration: Registration, binding: NodeBinding) -> Self {
+        Self::new().kind(registration, binding)
+    }
+
+    /// `table` with `bindings` (some may be missing, to test that).
+    pub fn table(table: &[Registration], bindings: &BTreeMap<String, NodeBinding>) -> Self {
+        Self {
+            table: table.to_vec(),
+            bindings: bindings.clone(),
+            runtime: None,
+        }
+    }
+
+    /// One more kind, `registration` on `binding`.
+    pub fn kind(mut self, registration: Registration, binding: NodeBinding) -> Self {
+        self.bindings.insert(registration.kind.clone(), binding);
+        self.table.push(registration);
+        self
+    }
+
+    /// Loads on `runtime` instead of the process's shared [`runtime`] (an
+    /// Engine client's connections belong to the runtime it was loaded on).
+    pub fn on(mut self, runtime: Arc<Runtime>) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Loads the host from [`plugin_dir`], connecting its capabilities or not.
+    pub async fn load(self, connect: Connect) -> Result<Host, HostError> {
+        Host::load(
+            self.runtime.unwrap_or_else(runtime),
+            &self.table,
+            &plugin_dir(),
+            &self.bindings,
+            connect,
+        )
+        .await
+    }
+
+    /// Loads and connects the host, which must succeed.
+    pub async fn loaded(self) -> Host {
+        self.load(Connect::Capabilities)
+            .await
+            .expect("host loads and connects (run `cargo xtask build-plugins` first)")
+    }
+}

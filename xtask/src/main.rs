@@ -42,19 +42,21 @@ fn workspace_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The contract suite's deliberately broken adapters, one build per feature.
-const MUTANTS: [&str; 6] = [
-    "retry-create",
-    "delete-foreign",
-    "invent-settlement",
-    "io-before-unsupported",
-    "leak-secret",
-    "settle-on-observation",
-];
-
 /// Broken builds of adapters (their `mutant-*` features): the crate, its
 /// component file, and the mutants, staged as `mutant-<prefix>-<name>.wasm`.
-const ADAPTER_MUTANTS: [(&str, &str, &str, &[&str]); 3] = [
+const ADAPTER_MUTANTS: [(&str, &str, &str, &[&str]); 4] = [
+    (
+        "docker",
+        "docker.wasm",
+        "docker",
+        &[
+            "retry-create",
+            "delete-foreign",
+            "invent-settlement",
+            "leak-secret",
+            "settle-on-observation",
+        ],
+    ),
     (
         "e2b",
         "e2b.wasm",
@@ -160,12 +162,11 @@ fn build_plugins(out: &Path) -> Result<()> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     eprintln!("[1/3] building the adapters for wasm32-wasip2 (release)");
-    build_components(&["--workspace", "--exclude", "mutants"])?;
+    build_components(&["--workspace"])?;
     let mut components: Vec<PathBuf> = std::fs::read_dir(&built)
         .with_context(|| format!("reading {}", built.display()))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "wasm"))
-        .filter(|path| path.file_stem().is_some_and(|stem| stem != "mutants"))
         .collect();
     components.sort();
     if components.is_empty() {
@@ -185,22 +186,11 @@ fn build_plugins(out: &Path) -> Result<()> {
         stage(component, &out, &name)?;
     }
     stage_test_registry(&out)?;
-    let adapter_mutants: usize = ADAPTER_MUTANTS
+    let mutants: usize = ADAPTER_MUTANTS
         .iter()
         .map(|(_, _, _, mutants)| mutants.len())
         .sum();
-    eprintln!(
-        "[3/3] building the contract suite's {} mutants",
-        MUTANTS.len() + adapter_mutants
-    );
-    for mutant in MUTANTS {
-        build_components(&["--package", "mutants", "--features", mutant])?;
-        stage(
-            &built.join("mutants.wasm"),
-            &out,
-            &format!("mutant-{mutant}.wasm"),
-        )?;
-    }
+    eprintln!("[3/3] building the contract suite's {mutants} mutants");
     for (package, file, prefix, mutants) in ADAPTER_MUTANTS {
         for mutant in mutants {
             let feature = format!("mutant-{mutant}");

@@ -3,12 +3,11 @@
 //! Core-side proxy connected to it.
 
 use contract_suite::fixtures::Engine;
-use sandbox_host::host::Connect;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::registry::{self, Mode};
+use sandbox_host::testing::TestHost;
 use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
 use sandbox_host::{Budget, Host, NodeBinding, Runtime};
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,12 +21,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub(crate) const KIND: &str = "docker";
 const TOKEN: &str = "suite-bench-token-0123456789";
 
-/// Where `cargo xtask build-plugins` staged the components.
-pub(crate) fn plugin_dir() -> PathBuf {
-    std::env::var_os("OAC_PLUGIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
-}
+#[allow(
+    unused_imports,
+    reason = "only the transport bench reads the staged files"
+)]
+pub(crate) use sandbox_host::testing::plugin_dir;
 
 /// A real engine's socket (`OAC_DOCKER_SOCKET`) and the assembled seccomp
 /// profile its containers run under (from `../shared/seccomp-upstream`, or
@@ -103,7 +101,7 @@ pub(crate) async fn docker_host_at(
     seccomp_profile: String,
     installation: String,
 ) -> Host {
-    let table: Vec<_> = registry::builtin()
+    let mut table: Vec<_> = registry::builtin()
         .into_iter()
         .filter(|row| row.kind == KIND)
         .collect();
@@ -118,21 +116,12 @@ pub(crate) async fn docker_host_at(
             policy: Some(policy),
         },
         configuration: docker_configuration(),
-        credential: None,
-        receipts: None,
-        microsandbox: Default::default(),
-        http_test_network: None,
-        hook: None,
+        ..NodeBinding::default()
     };
-    Host::load(
-        Runtime::new().expect("wasmtime engine"),
-        &table,
-        &plugin_dir(),
-        &BTreeMap::from([(KIND.to_string(), binding)]),
-        Connect::Capabilities,
-    )
-    .await
-    .expect("host loads (run `cargo xtask build-plugins` first)")
+    TestHost::one(table.remove(0), binding)
+        .on(Runtime::new().expect("wasmtime engine"))
+        .loaded()
+        .await
 }
 
 /// A node serving a host on a Unix socket, and the proxy Core would use.

@@ -3,10 +3,9 @@
 //! binary.
 
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::host::Connect;
+use sandbox_host::testing::TestHost;
 use sandbox_host::types::Reference;
 use sandbox_host::{Host, NodeBinding, Registration, Runtime, registry};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,36 +84,30 @@ pub(crate) async fn load_row(
     if let Some(calls) = max_concurrent_calls {
         row.policy.max_concurrent_calls = calls;
     }
-    let table: Vec<Registration> = kinds
+    let docker = sandbox_host::capability::docker::Binding {
+        socket: Some(socket.to_path_buf()),
+        policy: Some(policy),
+    };
+    kinds
         .iter()
-        .map(|(kind, _)| Registration {
-            kind: kind.to_string(),
-            ..row.clone()
-        })
-        .collect();
-    let bindings = kinds
-        .iter()
-        .map(|(kind, configuration)| {
-            let binding = NodeBinding {
-                installation_id: "bench".into(),
-                docker: sandbox_host::capability::docker::Binding {
-                    socket: Some(socket.to_path_buf()),
-                    policy: Some(policy.clone()),
-                },
-                configuration: configuration.clone(),
-                credential: None,
-                receipts: None,
-                microsandbox: Default::default(),
-                http_test_network: None,
-                hook: None,
-            };
-            (kind.to_string(), binding)
-        })
-        .collect::<BTreeMap<_, _>>();
-    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    Host::load(runtime, &table, &plugins, &bindings, Connect::Capabilities)
+        .fold(
+            TestHost::new().on(runtime),
+            |host, (kind, configuration)| {
+                let binding = NodeBinding {
+                    installation_id: "bench".into(),
+                    docker: docker.clone(),
+                    configuration: configuration.clone(),
+                    ..NodeBinding::default()
+                };
+                let row = Registration {
+                    kind: kind.to_string(),
+                    ..row.clone()
+                };
+                host.kind(row, binding)
+            },
+        )
+        .loaded()
         .await
-        .expect("host loads (run `cargo xtask build-plugins` first)")
 }
 
 /// The allocation `t/e/{allocation}`.

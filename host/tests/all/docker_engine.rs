@@ -40,7 +40,7 @@ fn reference(allocation: &str) -> Reference {
 }
 
 async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
-    TestHost::new().steered(socket, kinds).loaded().await
+    steered(socket, kinds).loaded().await
 }
 
 fn direct(socket: &Path) -> Docker {

@@ -48,12 +48,7 @@ async fn serve_with(
         "plain",
         serde_json::json!({ "declaration": "valid", "action": "none", "volume": "vol-x" }),
     )];
-    let host = std::sync::Arc::new(
-        TestHost::new()
-            .steered(&engine.socket, &kinds)
-            .loaded()
-            .await,
-    );
+    let host = std::sync::Arc::new(steered(&engine.socket, &kinds).loaded().await);
     let node = TestNode::builder(host)
         .token(TOKEN)
         .set_up(set_up)
@@ -653,12 +648,7 @@ async fn plain_tcp_beyond_loopback_refuses_to_start_unless_asked_for_loudly() {
             "plain",
             serde_json::json!({ "declaration": "valid", "action": "none" }),
         )];
-        let host = std::sync::Arc::new(
-            TestHost::new()
-                .steered(&engine.socket, &kinds)
-                .loaded()
-                .await,
-        );
+        let host = std::sync::Arc::new(steered(&engine.socket, &kinds).loaded().await);
         (engine, host)
     };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -62,12 +62,7 @@ async fn serve_set_up(
     set_up: impl FnOnce(Node) -> Node + 'static,
 ) -> Served {
     let engine = FakeEngine::start().await;
-    let host = Arc::new(
-        TestHost::new()
-            .steered(&engine.socket, kinds)
-            .loaded()
-            .await,
-    );
+    let host = Arc::new(steered(&engine.socket, kinds).loaded().await);
     let node = TestNode::builder(host)
         .token(TOKEN)
         .max_in_flight(max_in_flight)

@@ -7,6 +7,7 @@
 mod archive;
 mod config;
 mod identity;
+mod mutant;
 mod provider;
 mod spec;
 

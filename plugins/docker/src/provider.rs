@@ -4,7 +4,7 @@
 
 use crate::config::NodeConfiguration;
 use crate::identity::Identity;
-use crate::{archive, spec};
+use crate::{archive, mutant, spec};
 use oac_provider_sdk::capability::docker::{
     ContainerStatus, ContainerSummary, DockerError, ExecSpec,
 };
@@ -106,7 +106,7 @@ fn refused_container(allocation: Reference, call: &Call) -> Failure {
     }
 }
 
-fn create(request: Bootstrap) -> Result<Info, Failure> {
+pub(crate) fn create(request: &Bootstrap) -> Result<Info, Failure> {
     let allocation = request.reference.clone();
     let call = Call::new(&allocation)?;
     let identity = &call.identity;
@@ -138,7 +138,7 @@ fn create(request: Bootstrap) -> Result<Info, Failure> {
         Err(DockerError::Invalid) => return Err(refused_container(allocation, &call)),
         Err(error) => return Err(refused(error).into()),
     };
-    let record = archive::bootstrap_record(&request);
+    let record = archive::bootstrap_record(request);
     docker::archive_upload(&id, "/home", &archive::home_archive(&record)).map_err(unconfirmed)?;
     docker::archive_upload(&id, "/environment", &archive::environment_archive())
         .map_err(unconfirmed)?;
@@ -258,17 +258,19 @@ fn observe(of: Target) -> Result<Sample, Error> {
 
 impl Sandbox for DockerProvider {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
-        create(request)
+        mutant::before_create(&request);
+        mutant::after_create(create(&request), &request)
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {
-        get_info(allocation)
+        get_info(allocation).map(mutant::settled)
     }
     fn renew(allocation: Reference) -> Result<Info, Failure> {
         // Docker has no lease: renewing is observing.
         get_info(allocation).map_err(Failure::from)
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        kill(allocation)
+        mutant::before_kill(&allocation);
+        kill(allocation).map(mutant::settled)
     }
     fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
         run_command(allocation, request)

@@ -216,10 +216,7 @@ impl Api {
     }
 
     fn status(&self, request: &Request) -> Result<u16, Failed> {
-        // The contract suite's mutant: every mutation sent twice, each
-        // answer checked (a replay hidden in the legitimate sequence).
-        #[cfg(feature = "mutant-mutate-twice")]
-        http::send(request)?;
+        crate::mutant::before_mutation(request)?;
         Ok(http::send(request)?.status)
     }
 

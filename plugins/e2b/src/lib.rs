@@ -9,59 +9,14 @@ mod configuration;
 mod envd;
 mod provider;
 
-/// The contract suite's mutants (see `Cargo.toml`): each breaks one rule.
-#[cfg(any(
-    feature = "mutant-replay-create",
-    feature = "mutant-kill-without-proof"
-))]
-mod mutant {
-    use oac_provider_sdk::prelude::*;
-
-    /// Forgets an attempt whose outcome is unknown and sends it again.
-    #[allow(dead_code)]
-    pub fn replay_create(
-        answer: Result<Info, Failure>,
-        request: Bootstrap,
-    ) -> Result<Info, Failure> {
-        match answer {
-            Err(Failure {
-                error: Error::ComputeUnconfirmed,
-                ..
-            }) => {
-                for key in ["create_pending", "sandbox", "create_settled"] {
-                    let _ = receipts::remove(key);
-                }
-                crate::provider::create(request)
-            }
-            other => other,
-        }
-    }
-
-    /// Answers settled absence whatever Kill could prove.
-    #[allow(dead_code)]
-    pub fn kill_without_proof(
-        answer: Result<Info, Failure>,
-        allocation: Reference,
-    ) -> Result<Info, Failure> {
-        answer.or(Ok(Info {
-            reference: allocation,
-            provider_id: None,
-            state: LifecycleState::Absent,
-            bootstrap_complete: false,
-            create_settled: true,
-        }))
-    }
-}
+mod mutant;
 
 use oac_provider_sdk::prelude::*;
 use provider::E2bProvider;
 
 impl Sandbox for E2bProvider {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
-        let answer = provider::create(request.clone());
-        #[cfg(feature = "mutant-replay-create")]
-        let answer = mutant::replay_create(answer, request);
-        answer
+        mutant::after_create(provider::create(&request), &request)
     }
     fn get_info(allocation: Reference) -> Result<Info, Error> {
         provider::get_info(allocation)
@@ -70,10 +25,7 @@ impl Sandbox for E2bProvider {
         provider::renew(allocation)
     }
     fn kill(allocation: Reference) -> Result<Info, Failure> {
-        let answer = provider::kill(allocation.clone());
-        #[cfg(feature = "mutant-kill-without-proof")]
-        let answer = mutant::kill_without_proof(answer, allocation);
-        answer
+        mutant::after_kill(provider::kill(allocation.clone()), allocation)
     }
     fn run_command(allocation: Reference, request: Command) -> Result<CommandResult, Error> {
         provider::run_command(allocation, request)

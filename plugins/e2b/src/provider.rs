@@ -279,7 +279,7 @@ fn budget_ms() -> u32 {
     context::remaining_budget_ms().saturating_sub(500).max(1)
 }
 
-pub fn create(request: Bootstrap) -> Result<Info, Failure> {
+pub fn create(request: &Bootstrap) -> Result<Info, Failure> {
     let reference = request.reference.clone();
     let call = Call::new()?;
     let internet = match request.network_access {
@@ -382,7 +382,7 @@ pub fn create(request: Bootstrap) -> Result<Info, Failure> {
         "root",
         &args,
         None,
-        Some(&bootstrap_record(&request)),
+        Some(&bootstrap_record(request)),
         budget_ms(),
     ) {
         Ok(ran) if ran.exit_code == 0 => {}

@@ -248,13 +248,13 @@ fn locate(api: &Api, owner: &Ownership, prior: &Prior) -> Result<Located, Error>
     }
 }
 
-mod mutants;
+mod mutant;
 #[cfg(test)]
 mod tests;
 
 impl Sandbox for Example {
     fn create(request: Bootstrap) -> Result<Info, Failure> {
-        mutants::leak_credential(&request);
+        mutant::leak_credential(&request);
         let reference = request.reference.clone();
         let internet = match request.network_access {
             // The vendor cannot filter egress by name.
@@ -284,7 +284,7 @@ impl Sandbox for Example {
             "ttl_seconds": LEASE_SECONDS,
             "internet": internet,
         });
-        let response = match mutants::create(&api, body) {
+        let response = match mutant::create(&api, body) {
             Ok(response) => response,
             Err(HttpError::Denied | HttpError::Unavailable) => return Err(attempt.not_sent()),
             Err(_) => return Err(Error::ComputeUnconfirmed.into()),
@@ -363,20 +363,20 @@ impl Sandbox for Example {
         let settled = prior.answered_settled();
         let labelled = api.labelled(&owner)?.into_iter().map(|found| found.id);
         let ids: BTreeSet<String> = prior.resource_id().into_iter().chain(labelled).collect();
-        if ids.is_empty() && (prior == Prior::Fresh || mutants::KILL_WITHOUT_PROOF) {
+        if ids.is_empty() && (prior == Prior::Fresh || mutant::KILL_WITHOUT_PROOF) {
             // Nothing known to remove and nothing says an attempt ended:
             // Kill answers only on terminal proof.
-            return mutants::without_proof(reference);
+            return mutant::without_proof(reference);
         }
         for id in &ids {
             // Every id is checked again right before it is deleted.
             match api.get(id)? {
-                Some(found) if !owns(&owner, &found) && !mutants::DELETE_FOREIGN => {
+                Some(found) if !owns(&owner, &found) && !mutant::DELETE_FOREIGN => {
                     return Err(Error::Ownership.into());
                 }
                 _ => {}
             }
-            let response = mutants::delete(&api, id).map_err(|_| Error::ComputeUnconfirmed)?;
+            let response = mutant::delete(&api, id).map_err(|_| Error::ComputeUnconfirmed)?;
             let gone = matches!(
                 Status::of(response.status),
                 Status::Success | Status::Absent

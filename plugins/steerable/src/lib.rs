@@ -69,6 +69,9 @@
 //! an id), so the node transport's settlement rule can be tested; `huge-id`
 //! answers with a 5 MiB provider id, larger than any transport frame;
 //! `unready` makes the readiness probe report two diagnostics.
+//!
+//! `touch_before_unsupported` makes batch observation, where it is
+//! unsupported, send a GET of `url` before answering so.
 
 use oac_provider_sdk::__bindings::exports::oac::sandbox_provider as exports;
 use oac_provider_sdk::__contract::{Interface, Operation};
@@ -107,6 +110,9 @@ struct Steering {
     setup: Vec<u8>,
     setup_path: String,
     replay: bool,
+    /// Batch observation, declared unsupported, first sends a GET of `url`:
+    /// the I/O before `unsupported` that an SDK adapter cannot write.
+    touch_before_unsupported: bool,
     lie: String,
     cold_start: bool,
     /// The header `http-get` asks the host to fill the credential into.
@@ -934,6 +940,9 @@ impl exports::batch_observation_source::Guest for Steerable {
     fn observe_batch(targets: Vec<Target>) -> Result<Vec<Result<Sample, Error>>, Error> {
         let steering = steering();
         if steering.declaration != "observing" {
+            if steering.touch_before_unsupported {
+                let _ = steered_get(&steering);
+            }
             return Err(reasoned("observe-batch"));
         }
         Ok(targets

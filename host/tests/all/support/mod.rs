@@ -4,16 +4,14 @@
 #![allow(dead_code, missing_docs)]
 
 use sandbox_host::capability::docker::policy::{ContainerPolicy, PolicySettings};
-use sandbox_host::host::Connect;
 /// The provider interface, so tests call a loaded kind's operations.
 #[allow(unused_imports)]
 pub(crate) use sandbox_host::provider::{
     CheckpointProvider, ConfigurationProvider, SandboxProvider,
 };
-use sandbox_host::{Host, HostError, NodeBinding, Registration, Runtime};
-use std::collections::BTreeMap;
+use sandbox_host::{NodeBinding, Registration};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 pub(crate) const INSTALLATION: &str = "inst-test";
 
@@ -22,6 +20,7 @@ pub(crate) mod proxy;
 pub(crate) use node::{EngineNode, TestNode};
 pub(crate) use oac_fixtures::docker_engine::FakeDockerEngine;
 pub(crate) use oac_fixtures::runtime_image;
+pub(crate) use sandbox_host::testing::{TestHost, plugin_dir};
 
 /// The Docker Engine the real-engine tests use, from `OAC_DOCKER_SOCKET`.
 /// Without one they print SKIPPED and pass, unless `OAC_REQUIRE_DOCKER=1`.
@@ -38,21 +37,6 @@ pub(crate) fn engine_socket(test: &str) -> Option<PathBuf> {
             None
         }
     }
-}
-
-/// Where `cargo xtask build-plugins` staged the components.
-pub(crate) fn plugin_dir() -> PathBuf {
-    std::env::var_os("OAC_PLUGIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"))
-}
-
-/// One engine (and compile cache) for the whole test binary.
-pub(crate) fn runtime() -> Arc<Runtime> {
-    static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| Runtime::new().expect("engine"))
-        .clone()
 }
 
 /// A budget of `ms` milliseconds.
@@ -146,70 +130,17 @@ pub(crate) fn binding(socket: Option<PathBuf>, configuration: serde_json::Value)
     }
 }
 
-/// A host for a test, built kind by kind from the staged components.
-#[derive(Default)]
-pub(crate) struct TestHost {
-    table: Vec<Registration>,
-    bindings: BTreeMap<String, NodeBinding>,
-}
-
-impl TestHost {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// One kind, `registration` on `binding`.
-    pub(crate) fn one(registration: Registration, binding: NodeBinding) -> Self {
-        Self::new().kind(registration, binding)
-    }
-
-    /// `table` with `bindings` (some may be missing, to test that).
-    pub(crate) fn table(table: &[Registration], bindings: &BTreeMap<String, NodeBinding>) -> Self {
-        Self {
-            table: table.to_vec(),
-            bindings: bindings.clone(),
-        }
-    }
-
-    /// One more kind, `registration` on `binding`.
-    pub(crate) fn kind(mut self, registration: Registration, binding: NodeBinding) -> Self {
-        self.bindings.insert(registration.kind.clone(), binding);
-        self.table.push(registration);
-        self
-    }
-
-    /// Steerable kinds, each steered by its configuration, all granted the
-    /// Docker Engine at `socket`.
-    pub(crate) fn steered(
-        mut self,
-        socket: &std::path::Path,
-        kinds: &[(&str, serde_json::Value)],
-    ) -> Self {
-        for (kind, configuration) in kinds {
-            let binding = binding(Some(socket.to_path_buf()), configuration.clone());
-            self = self.kind(steerable(kind), binding);
-        }
-        self
-    }
-
-    /// Loads the host, connecting its capabilities or not.
-    pub(crate) async fn load(self, connect: Connect) -> Result<Host, HostError> {
-        Host::load(
-            runtime(),
-            &self.table,
-            &plugin_dir(),
-            &self.bindings,
-            connect,
-        )
-        .await
-    }
-
-    /// Loads and connects the host, which must succeed.
-    pub(crate) async fn loaded(self) -> Host {
-        self.load(Connect::Capabilities)
-            .await
-            .expect("host loads and connects (run `cargo xtask build-plugins` first)")
-    }
+/// Steerable kinds, each steered by its configuration, all granted the
+/// Docker Engine at `socket`.
+pub(crate) fn steered(socket: &std::path::Path, kinds: &[(&str, serde_json::Value)]) -> TestHost {
+    kinds
+        .iter()
+        .fold(TestHost::new(), |host, (kind, configuration)| {
+            host.kind(
+                steerable(kind),
+                binding(Some(socket.to_path_buf()), configuration.clone()),
+            )
+        })
 }
 
 /// The fixtures' stateful fake Docker Engine as these tests use it: with
