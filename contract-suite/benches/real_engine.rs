@@ -40,7 +40,7 @@ use criterion::{Criterion, SamplingMode};
 use futures_util::TryStreamExt;
 use oac_fixtures::timing::median;
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::types::{Bootstrap, LifecycleState, Reference};
 use sandbox_host::{Budget, Host};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,16 +66,7 @@ fn next_reference() -> Reference {
 }
 
 fn bootstrap(reference: Reference) -> Bootstrap {
-    Bootstrap {
-        reference,
-        session_id: "bench-session".into(),
-        device_id: "bench-device".into(),
-        core_url: "https://core.invalid".into(),
-        daemon_credential: "real-engine-bench-credential".into(),
-        harness: "bench-harness".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: Vec::new(),
-    }
+    sandbox_host::testing::bootstrap(reference, "real-engine-bench-credential")
 }
 
 /// The node serving the `docker` kind on the real engine, a direct client,
@@ -376,15 +367,7 @@ fn main() {
         }
     };
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
-    let measuring = oac_fixtures::timing::measuring();
-    let runs = if measuring {
-        std::env::var("OAC_BENCH_RUNS")
-            .ok()
-            .and_then(|runs| runs.parse().ok())
-            .unwrap_or(10)
-    } else {
-        1
-    };
+    let runs = oac_fixtures::timing::runs("OAC_BENCH_RUNS", 10);
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let fixture = rt.block_on(Fixture::start(socket, &seccomp_profile));
     report(&rt, &fixture, runs);

@@ -76,7 +76,7 @@ use oac_fixtures::cpu::{
 };
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::transport::{NodeClient, RemoteProvider};
-use sandbox_host::types::{Bootstrap, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::types::{Bootstrap, LifecycleState, Reference};
 use sandbox_host::{Budget, Host};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -143,16 +143,7 @@ fn reference(allocation: usize) -> Reference {
 }
 
 fn bootstrap(allocation: usize) -> Bootstrap {
-    Bootstrap {
-        reference: reference(allocation),
-        session_id: "bench-session".into(),
-        device_id: "bench-device".into(),
-        core_url: "https://core.invalid".into(),
-        daemon_credential: "bench-daemon-credential".into(),
-        harness: "bench-harness".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: Vec::new(),
-    }
+    sandbox_host::testing::bootstrap(reference(allocation), "bench-daemon-credential")
 }
 
 /// Where the servers run against the callers (see the module's comment).

@@ -196,6 +196,30 @@ struct Wiring {
     refusal_status: u16,
 }
 
+impl Wiring {
+    /// A node tier: what `grants` binds, and no credential, test network,
+    /// request classes or refusal status of a vendor's.
+    fn node(
+        grants: Grants,
+        configuration: serde_json::Value,
+        policy: Option<ContainerPolicy>,
+        microsandbox: microsandbox::Binding,
+    ) -> Self {
+        Wiring {
+            mode: Mode::Nodes,
+            grants,
+            credential_fields: Vec::new(),
+            credential: None,
+            configuration,
+            policy,
+            microsandbox,
+            test_network: None,
+            classifier: Classifier::default(),
+            refusal_status: 0,
+        }
+    }
+}
+
 /// The Docker tier: the engine's socket and the suite's container policy.
 async fn docker_wiring(tier: &DockerTier) -> Result<(Engine, Wiring), HarnessError> {
     let (engine, image) = match &tier.engine {
@@ -206,21 +230,16 @@ async fn docker_wiring(tier: &DockerTier) -> Result<(Engine, Wiring), HarnessErr
         serde_json::from_str(&tier.configuration).map_err(|_| HarnessError::Configuration)?;
     let policy = container_policy(&image, &tier.seccomp_profile)
         .map_err(|error| HarnessError::Policy(error.0))?;
-    let wiring = Wiring {
-        mode: Mode::Nodes,
-        grants: Grants {
-            docker: true,
-            ..Grants::default()
-        },
-        credential_fields: Vec::new(),
-        credential: None,
-        configuration,
-        policy: Some(policy),
-        microsandbox: microsandbox::Binding::default(),
-        test_network: None,
-        classifier: Classifier::default(),
-        refusal_status: 0,
+    let grants = Grants {
+        docker: true,
+        ..Grants::default()
     };
+    let wiring = Wiring::node(
+        grants,
+        configuration,
+        Some(policy),
+        microsandbox::Binding::default(),
+    );
     Ok((engine, wiring))
 }
 
@@ -297,21 +316,11 @@ fn microsandbox_wiring(tier: &MicrosandboxTier) -> Result<(Engine, Wiring), Harn
         },
         policy: Some(vm_policy().map_err(HarnessError::Policy)?),
     };
-    let wiring = Wiring {
-        mode: Mode::Nodes,
-        grants: Grants {
-            microsandbox: true,
-            ..Grants::default()
-        },
-        credential_fields: Vec::new(),
-        credential: None,
-        configuration: serde_json::json!({}),
-        policy: None,
-        microsandbox: binding,
-        test_network: None,
-        classifier: Classifier::default(),
-        refusal_status: 0,
+    let grants = Grants {
+        microsandbox: true,
+        ..Grants::default()
     };
+    let wiring = Wiring::node(grants, serde_json::json!({}), None, binding);
     Ok((Engine::Microsandbox(Box::new(fake)), wiring))
 }
 

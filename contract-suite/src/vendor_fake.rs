@@ -93,49 +93,46 @@ impl VendorFake {
         )
     }
 
-    /// Makes a resource labelled for `owner`; returns its id.
-    pub async fn seed(&self, owner: &Owner) -> Result<String, VendorFakeError> {
-        let failed = |why: String| VendorFakeError::Control {
-            route: "POST /seed",
-            why,
+    /// Sends `request` to `route` and reads its JSON answer.
+    async fn answer<T: serde::de::DeserializeOwned>(
+        route: &'static str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, VendorFakeError> {
+        let failed = |error: &dyn std::fmt::Display| VendorFakeError::Control {
+            route,
+            why: error.to_string(),
         };
-        let response = self
-            .client
-            .post(self.url("seed"))
-            .body(serde_json::to_string(owner).unwrap_or_default())
+        let body = request
             .send()
             .await
             .and_then(reqwest::Response::error_for_status)
-            .map_err(|error| failed(error.to_string()))?;
-        let body = response
+            .map_err(|error| failed(&error))?
             .bytes()
             .await
-            .map_err(|error| failed(error.to_string()))?;
-        let seeded: serde_json::Value =
-            serde_json::from_slice(&body).map_err(|error| failed(error.to_string()))?;
+            .map_err(|error| failed(&error))?;
+        serde_json::from_slice(&body).map_err(|error| failed(&error))
+    }
+
+    /// Makes a resource labelled for `owner`; returns its id.
+    pub async fn seed(&self, owner: &Owner) -> Result<String, VendorFakeError> {
+        const ROUTE: &str = "POST /seed";
+        let request = self
+            .client
+            .post(self.url("seed"))
+            .body(serde_json::to_string(owner).unwrap_or_default());
+        let seeded: serde_json::Value = Self::answer(ROUTE, request).await?;
         seeded["id"]
             .as_str()
             .map(str::to_string)
-            .ok_or_else(|| failed("the answer has no id".into()))
+            .ok_or_else(|| VendorFakeError::Control {
+                route: ROUTE,
+                why: "the answer has no id".into(),
+            })
     }
 
     /// Every resource with its owner labels.
     pub async fn resources(&self) -> Result<Vec<Resource>, VendorFakeError> {
-        let failed = |why: String| VendorFakeError::Control {
-            route: "GET /resources",
-            why,
-        };
-        let body = self
-            .client
-            .get(self.url("resources"))
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(|error| failed(error.to_string()))?
-            .bytes()
-            .await
-            .map_err(|error| failed(error.to_string()))?;
-        serde_json::from_slice(&body).map_err(|error| failed(error.to_string()))
+        Self::answer("GET /resources", self.client.get(self.url("resources"))).await
     }
 
     /// The next request of `method` on exactly `path` answers `status`.

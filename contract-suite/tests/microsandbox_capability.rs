@@ -15,7 +15,7 @@ use sandbox_host::capability::microsandbox::{BOOTSTRAP_LABEL, Binding};
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::testing::TestHost;
 use sandbox_host::testing::{Fault as BoundaryFault, NativeHook, NativeRequest};
-use sandbox_host::types::{Bootstrap, NetworkAccess, Reference};
+use sandbox_host::types::{Bootstrap, Reference};
 use sandbox_host::{Budget, Host, NodeBinding};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -197,16 +197,7 @@ async fn load(microsandbox: Binding, steps: Value, kill_steps: Value) -> (Host, 
 /// A Create's input for `allocation` whose daemon credential is `credential`
 /// (a secret of the call), with no network (the VM policy's).
 fn bootstrap(allocation: &str, credential: &str) -> Bootstrap {
-    Bootstrap {
-        reference: reference(allocation),
-        session_id: "session".into(),
-        device_id: "device".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: credential.into(),
-        harness: "harness".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: vec![],
-    }
+    sandbox_host::testing::bootstrap(reference(allocation), credential)
 }
 
 fn outcomes(provider_id: Option<String>) -> Vec<Value> {

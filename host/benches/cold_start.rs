@@ -210,15 +210,7 @@ fn starts(c: &mut Criterion, rt: &tokio::runtime::Runtime, node: &Node) {
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test` runs this as a smoke test.
-    let measuring = oac_fixtures::timing::measuring();
-    let runs = if measuring {
-        std::env::var("OAC_BENCH_STARTS")
-            .ok()
-            .and_then(|starts| starts.parse().ok())
-            .unwrap_or(5)
-    } else {
-        1
-    };
+    let runs = oac_fixtures::timing::runs("OAC_BENCH_STARTS", 5);
     let rt = tokio::runtime::Runtime::new().expect("tokio");
     let engine = rt.block_on(FakeDockerEngine::start()).expect("fake engine");
     let node = Node::write(engine.socket());

@@ -42,7 +42,6 @@ use oac_fixtures::cpu::{
 };
 use oac_fixtures::docker_engine::FakeDockerEngine;
 use sandbox_host::provider::SandboxProvider;
-use sandbox_host::types::{Bootstrap, NetworkAccess};
 use sandbox_host::{Budget, Host, Runtime};
 use serde_json::json;
 use std::sync::Arc;
@@ -124,16 +123,10 @@ impl Component {
         let kind = host.kind("slow").expect("a loaded kind");
         let budget = Budget::from_millis(30_000).expect("budget");
         for index in 0..*IN_FLIGHT {
-            let bootstrap = Bootstrap {
-                reference: common::reference(&format!("a{index}")),
-                session_id: "bench-session".into(),
-                device_id: "bench-device".into(),
-                core_url: "https://core.invalid".into(),
-                daemon_credential: "bench-daemon-credential".into(),
-                harness: "bench-harness".into(),
-                network_access: NetworkAccess::Disabled,
-                allowed_domains: Vec::new(),
-            };
+            let bootstrap = sandbox_host::testing::bootstrap(
+                common::reference(&format!("a{index}")),
+                "bench-daemon-credential",
+            );
             kind.create(bootstrap, budget).await.expect("created");
         }
     }

@@ -197,3 +197,19 @@ impl TestHost {
             .expect("host loads and connects (run `cargo xtask build-plugins` first)")
     }
 }
+
+/// A Create's input for `reference` whose daemon credential is
+/// `credential`, with no network: what tests and benches create with when
+/// the rest of the bootstrap does not matter to them.
+pub fn bootstrap(reference: crate::types::Reference, credential: &str) -> crate::types::Bootstrap {
+    crate::types::Bootstrap {
+        reference,
+        session_id: "test-session".into(),
+        device_id: "test-device".into(),
+        core_url: "https://core.invalid".into(),
+        daemon_credential: credential.into(),
+        harness: "test-harness".into(),
+        network_access: crate::types::NetworkAccess::Disabled,
+        allowed_domains: Vec::new(),
+    }
+}

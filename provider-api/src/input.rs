@@ -220,6 +220,12 @@ mod tests {
             b.allowed_domains = vec!["example.com".into(), "*.pkg.dev".into()];
         })));
         type Change = Box<dyn FnOnce(&mut Bootstrap)>;
+        let restricted = |domains: Vec<String>| -> Change {
+            Box::new(move |b| {
+                b.network_access = NetworkAccess::Restricted;
+                b.allowed_domains = domains;
+            })
+        };
         let cases: Vec<(&str, Change)> = vec![
             ("reference", Box::new(|b| b.reference.tenant_id.clear())),
             ("session", Box::new(|b| b.session_id.clear())),
@@ -264,34 +270,10 @@ mod tests {
                 "domains unrestricted",
                 Box::new(|b| b.allowed_domains = vec!["a.com".into()]),
             ),
-            (
-                "domain uppercase",
-                Box::new(|b| {
-                    b.network_access = NetworkAccess::Restricted;
-                    b.allowed_domains = vec!["A.com".into()];
-                }),
-            ),
-            (
-                "domain empty label",
-                Box::new(|b| {
-                    b.network_access = NetworkAccess::Restricted;
-                    b.allowed_domains = vec!["a..com".into()];
-                }),
-            ),
-            (
-                "domain edge dash",
-                Box::new(|b| {
-                    b.network_access = NetworkAccess::Restricted;
-                    b.allowed_domains = vec!["-a.com".into()];
-                }),
-            ),
-            (
-                "too many domains",
-                Box::new(|b| {
-                    b.network_access = NetworkAccess::Restricted;
-                    b.allowed_domains = vec!["a.com".into(); 257];
-                }),
-            ),
+            ("domain uppercase", restricted(vec!["A.com".into()])),
+            ("domain empty label", restricted(vec!["a..com".into()])),
+            ("domain edge dash", restricted(vec!["-a.com".into()])),
+            ("too many domains", restricted(vec!["a.com".into(); 257])),
         ];
         for (name, change) in cases {
             assert!(!bootstrap(&bootstrap_with(change)), "{name}");

@@ -95,23 +95,19 @@ mod tests {
                 Some(Error::CommandUnconfirmed)
             );
         }
-        assert_eq!(Status::of(204).error(Operation::Kill), None);
-        assert_eq!(
-            Status::of(429).error(Operation::Create),
-            Some(Error::Invalid)
-        );
-        assert_eq!(
-            Status::of(404).error(Operation::Renew),
-            Some(Error::NotFound)
-        );
-        assert_eq!(
-            Status::of(409).error(Operation::Create),
-            Some(Error::Exists)
-        );
-        assert_eq!(
-            Status::of(409).error(Operation::Renew),
-            Some(Error::RuntimeNotRunning)
-        );
+        for (status, operation, error) in [
+            (204, Operation::Kill, None),
+            (429, Operation::Create, Some(Error::Invalid)),
+            (404, Operation::Renew, Some(Error::NotFound)),
+            (409, Operation::Create, Some(Error::Exists)),
+            (409, Operation::Renew, Some(Error::RuntimeNotRunning)),
+        ] {
+            assert_eq!(
+                Status::of(status).error(operation),
+                error,
+                "{status} {operation:?}"
+            );
+        }
         assert!(Status::of(401).is_definite() && !Status::of(503).is_definite());
     }
 }

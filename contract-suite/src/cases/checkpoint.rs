@@ -7,9 +7,9 @@
 //! thing. The component's answers are judged by the same rules the host
 //! polices them with.
 
-use super::{Runner, actions, ensure};
+use super::{Runner, Verdict, actions, ensure};
 use crate::fixtures::Engine;
-use crate::harness::INSTALLATION;
+use crate::harness::{Harness, INSTALLATION};
 use crate::profile::Class;
 use crate::report::Level;
 use sandbox_host::capability::microsandbox::names::VmNames;
@@ -29,6 +29,18 @@ struct Learned {
     /// The native requests of the first suspend.
     suspending: Vec<NativeRequest>,
     resumed: Option<Compute>,
+}
+
+impl Learned {
+    /// The source and the snapshot suspending it captured.
+    fn captured(&self) -> Option<(Compute, SnapshotIdentity)> {
+        self.source.clone().zip(self.snapshot.clone())
+    }
+
+    /// The snapshot and the incarnation resumed from it.
+    fn restored(&self) -> Option<(SnapshotIdentity, Compute)> {
+        self.snapshot.clone().zip(self.resumed.clone())
+    }
 }
 
 fn placeholder_snapshot(reference: &Reference) -> SnapshotIdentity {
@@ -183,11 +195,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
     ] {
         runner
             .case(id, "checkpoint", Level::Must, sentence, async |h| {
-                let (source, known) = {
-                    let learned = learn();
-                    (learned.source.clone(), learned.snapshot.clone())
-                };
-                let (source, known) = source.zip(known).ok_or("no capture to ask about")?;
+                let (source, known) = learn().captured().ok_or("no capture to ask about")?;
                 let request = suspend(observe_only, source, Some(known.clone()));
                 let (answer, requests) = h
                     .with_fault(None, async || {
@@ -219,10 +227,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         h.kind().resume_compute(r.clone(), source.clone(), h.budget()).await
                     })
                     .await;
-                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
-                ensure(answer.is_err() && mutations.is_empty(), || {
-                    format!("{answer:?}, requests {:?}", actions(&mutations))
-                })
+                refused_unchanged(h, &answer, requests)
             },
         )
         .await;
@@ -234,25 +239,11 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             "An observe-only resume of a target that was never made answers an error and changes nothing: it never restores.",
             async |h| {
                 let snapshot = learn().snapshot.clone().ok_or("no snapshot")?;
-                let checkpoint = h.kind();
-                let target = checkpoint
-                    .new_compute(r.clone(), 1, Some(snapshot.clone()), h.budget())
-                    .await
-                    .map_err(|e| format!("new-compute {e:?}"))?;
-                let request = ResumeRequest {
-                    reference: r.clone(),
-                    operation_id: "suite-resume-1".into(),
-                    snapshot,
-                    target,
-                    observe_only: true,
-                };
+                let request = resume_into(h, r, 1, snapshot, true).await?;
                 let (answer, requests) = h
                     .with_fault(None, async || h.kind().resume(request.clone(), h.budget()).await)
                     .await;
-                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
-                ensure(answer.is_err() && mutations.is_empty(), || {
-                    format!("{answer:?}, requests {:?}", actions(&mutations))
-                })
+                refused_unchanged(h, &answer, requests)
             },
         )
         .await;
@@ -264,19 +255,8 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             "resume makes the target incarnation from exactly the snapshot (provenance kept), existing and not suspended.",
             async |h| {
                 let snapshot = learn().snapshot.clone().ok_or("no snapshot")?;
-                let checkpoint = h.kind();
-                let target = checkpoint
-                    .new_compute(r.clone(), 1, Some(snapshot.clone()), h.budget())
-                    .await
-                    .map_err(|e| format!("new-compute {e:?}"))?;
-                let request = ResumeRequest {
-                    reference: r.clone(),
-                    operation_id: "suite-resume-1".into(),
-                    snapshot,
-                    target,
-                    observe_only: false,
-                };
-                let answer = checkpoint.resume(request.clone(), h.budget()).await;
+                let request = resume_into(h, r, 1, snapshot, false).await?;
+                let answer = h.kind().resume(request.clone(), h.budget()).await;
                 let state =
                     police::resumed(answer.clone(), &request).map_err(|_| format!("{answer:?}"))?;
                 learn().resumed = Some(state.compute);
@@ -298,11 +278,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
     ] {
         runner
             .case(id, "checkpoint", Level::Must, sentence, async |h| {
-                let (snapshot, resumed) = {
-                    let learned = learn();
-                    (learned.snapshot.clone(), learned.resumed.clone())
-                };
-                let (snapshot, resumed) = snapshot.zip(resumed).ok_or("nothing resumed")?;
+                let (snapshot, resumed) = learn().restored().ok_or("nothing resumed")?;
                 let request = ResumeRequest {
                     reference: r.clone(),
                     operation_id: "suite-resume-1".into(),
@@ -348,10 +324,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         h.kind().kill_compute(r.clone(), resumed.clone(), h.budget()).await
                     })
                     .await;
-                let removals = requests.iter().filter(|r| r.is_removal()).count();
-                ensure(answer.is_ok() && removals == 1, || {
-                    format!("{answer:?}, requests {:?}", actions(&requests))
-                })?;
+                removed_once(&answer, &requests)?;
                 let after = h.kind().get_compute(r.clone(), resumed, h.budget()).await;
                 ensure(matches!(after, Err(Error::NotFound)), || format!("after {after:?}"))
             },
@@ -368,17 +341,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 // Another snapshot: the first one resumed into generation
                 // 2, suspended by another operation.
                 let checkpoint = h.kind();
-                let target = checkpoint
-                    .new_compute(r.clone(), 2, Some(snapshot.clone()), h.budget())
-                    .await
-                    .map_err(|e| format!("new-compute {e:?}"))?;
-                let resume = ResumeRequest {
-                    reference: r.clone(),
-                    operation_id: "suite-resume-2".into(),
-                    snapshot: snapshot.clone(),
-                    target,
-                    observe_only: false,
-                };
+                let resume = resume_into(h, r, 2, snapshot.clone(), false).await?;
                 let answer = checkpoint.resume(resume.clone(), h.budget()).await;
                 let other_source = police::resumed(answer.clone(), &resume)
                     .map_err(|_| format!("setup resume {answer:?}"))?
@@ -402,10 +365,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                             .await
                     })
                     .await;
-                let removals = requests.iter().filter(|r| r.is_removal()).count();
-                ensure(answer.is_ok() && removals == 1, || {
-                    format!("{answer:?}, requests {:?}", actions(&requests))
-                })?;
+                removed_once(&answer, &requests)?;
                 let still = SuspendRequest {
                     snapshot: Some(kept.clone()),
                     observe_only: true,
@@ -427,6 +387,49 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
     }
     h.cleanup(r).await;
     super::checkpoint_faults::run(runner).await;
+}
+
+/// A resume of `snapshot` into a new incarnation of `generation`, made by
+/// that generation's own operation.
+async fn resume_into(
+    h: &Harness,
+    r: &Reference,
+    generation: u64,
+    snapshot: SnapshotIdentity,
+    observe_only: bool,
+) -> Result<ResumeRequest, String> {
+    let target = h
+        .kind()
+        .new_compute(r.clone(), generation, Some(snapshot.clone()), h.budget())
+        .await
+        .map_err(|e| format!("new-compute {e:?}"))?;
+    Ok(ResumeRequest {
+        reference: r.clone(),
+        operation_id: format!("suite-resume-{generation}"),
+        snapshot,
+        target,
+        observe_only,
+    })
+}
+
+/// `answer` is an error and `requests` changed nothing.
+fn refused_unchanged<T: std::fmt::Debug>(
+    h: &Harness,
+    answer: &Result<T, Error>,
+    requests: Vec<NativeRequest>,
+) -> Verdict {
+    let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
+    ensure(answer.is_err() && mutations.is_empty(), || {
+        format!("{answer:?}, requests {:?}", actions(&mutations))
+    })
+}
+
+/// `answer` is a success and `requests` removed exactly one thing.
+fn removed_once(answer: &Result<(), Error>, requests: &[NativeRequest]) -> Verdict {
+    let removals = requests.iter().filter(|r| r.is_removal()).count();
+    ensure(answer.is_ok() && removals == 1, || {
+        format!("{answer:?}, requests {:?}", actions(requests))
+    })
 }
 
 /// Cases that need the native side's own state (the fake microsandbox
@@ -487,17 +490,7 @@ async fn native_cases(runner: &mut Runner<'_>, r: &Reference, learned: &Mutex<Le
                     .get(&name)
                     .cloned();
                 let checkpoint = h.kind();
-                let target = checkpoint
-                    .new_compute(r.clone(), 3, Some(snapshot.clone()), h.budget())
-                    .await
-                    .map_err(|e| format!("new-compute {e:?}"))?;
-                let request = ResumeRequest {
-                    reference: r.clone(),
-                    operation_id: "suite-resume-3".into(),
-                    snapshot,
-                    target,
-                    observe_only: false,
-                };
+                let request = resume_into(h, r, 3, snapshot, false).await?;
                 let (answer, requests) = h
                     .with_fault(None, async || {
                         checkpoint.resume(request.clone(), h.budget()).await
@@ -513,10 +506,7 @@ async fn native_cases(runner: &mut Runner<'_>, r: &Reference, learned: &Mutex<Le
                 let _ = vms.runtime.change(|state| {
                     state.vms.remove(&name);
                 });
-                let mutations: Vec<_> = requests.into_iter().filter(|r| h.is_mutation(r)).collect();
-                ensure(answer.is_err() && mutations.is_empty(), || {
-                    format!("{answer:?}, requests {:?}", actions(&mutations))
-                })?;
+                refused_unchanged(h, &answer, requests)?;
                 ensure(after == before, || "the other incarnation changed".into())
             },
         )

@@ -8,8 +8,8 @@
 //! are exactly the legitimate sequence up to the fault: nothing replayed,
 //! no fallback (no recapture, no second restore, no cold start).
 
-use super::failures::{cells, fault_name, repeated, same};
-use super::{Runner, Verdict, actions, ensure};
+use super::failures::{cells, each_mutation_once, fault_name, only_legitimate};
+use super::{Runner, Verdict};
 use crate::harness::Harness;
 use crate::profile::Classifier;
 use crate::recorder::{Matching, Plan};
@@ -267,7 +267,6 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     continue;
                 }
             };
-        let twice = repeated(h, &legitimate);
         runner
             .case(
                 format!("checkpoint.failure.{}.each-mutation-once", operation.name()),
@@ -277,11 +276,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     "Without faults, {} sends each mutation once (commands aside).",
                     operation.name()
                 ),
-                async |_| {
-                    ensure(twice.is_empty(), || {
-                        format!("sent again: {twice:?} in {:?}", actions(&legitimate))
-                    })
-                },
+                async |h| each_mutation_once(h, &legitimate),
             )
             .await;
         for (fault, index) in cells(h, &legitimate, &shown) {
@@ -332,31 +327,7 @@ async fn faulted(
         Err(observed) if observed == "unsupported" => return Err(observed),
         Err(_) => {}
     }
-    let sent: Vec<NativeRequest> = requests
-        .iter()
-        .enumerate()
-        .filter(|(index, request)| {
-            *index < k || (Classifier::is_vendor(request) && !request.host_cleanup)
-        })
-        .map(|(_, request)| request.clone())
-        .collect();
-    if fault == Fault::ForeignOwnership {
-        let after: Vec<&NativeRequest> = sent.iter().skip(k).filter(|r| h.is_mutation(r)).collect();
-        ensure(sent.len() >= k && same(&sent[..k], expected), || {
-            format!("requests {:?}", actions(&requests))
-        })?;
-        return ensure(after.is_empty(), || {
-            format!(
-                "mutated after seeing a foreign resource: {:?}",
-                actions(&requests)
-            )
-        });
-    }
-    ensure(same(&sent, expected), || {
-        format!(
-            "requests {:?}, legitimate {:?}",
-            actions(&requests),
-            actions(expected)
-        )
+    only_legitimate(h, fault, k, &requests, expected, |request| {
+        Classifier::is_vendor(request) && !request.host_cleanup
     })
 }

@@ -4,13 +4,14 @@
 //! `command-unconfirmed`, and a lost completion is `command-unconfirmed`
 //! with no second exec.
 
-use super::{Runner, actions, ensure};
+use super::{Runner, Verdict, actions, ensure};
+use crate::harness::Harness;
 use crate::profile::Class;
 use crate::recorder::{Matching, Plan};
 use crate::report::Level;
 use sandbox_host::Budget;
 use sandbox_host::testing::Fault;
-use sandbox_host::types::Error;
+use sandbox_host::types::{Error, Reference};
 use sha2::Digest;
 
 /// The least budget the command with the largest stdin is given.
@@ -37,13 +38,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             "More than 1 MiB of binary stdin reaches the command intact.",
             async |h| {
                 let stdin: Vec<u8> = (0..1_500_000u32).map(|i| (i % 256) as u8).collect();
-                let digest = hex::encode(sha2::Sha256::digest(&stdin));
-                match h.run_command(r, &["sha256sum"], Some(stdin)).await {
-                    Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
-                        format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
-                    }),
-                    other => Err(format!("{other:?}")),
-                }
+                arrives_intact(h, r, stdin, h.budget()).await
             },
         )
         .await;
@@ -57,20 +52,11 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             async |h| {
                 let bound = sandbox_host::contract::bounds::MAX_STDIN_BYTES;
                 let stdin: Vec<u8> = (0..bound).map(|i| (i % 251) as u8).collect();
-                let digest = hex::encode(sha2::Sha256::digest(&stdin));
                 let budget = match h.budget().millis() {
                     ms if ms >= STDIN_BUDGET_MS => h.budget(),
                     _ => Budget::from_millis(STDIN_BUDGET_MS).unwrap_or(h.budget()),
                 };
-                match h
-                    .run_command_within(r, &["sha256sum"], Some(stdin), budget)
-                    .await
-                {
-                    Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
-                        format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
-                    }),
-                    other => Err(format!("{other:?}")),
-                }
+                arrives_intact(h, r, stdin, budget).await
             },
         )
         .await;
@@ -230,4 +216,18 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
             .await;
     }
     h.cleanup(&reference).await;
+}
+
+/// `stdin` reaches `sha256sum` within `budget` intact: its digest comes back.
+async fn arrives_intact(h: &Harness, r: &Reference, stdin: Vec<u8>, budget: Budget) -> Verdict {
+    let digest = hex::encode(sha2::Sha256::digest(&stdin));
+    match h
+        .run_command_within(r, &["sha256sum"], Some(stdin), budget)
+        .await
+    {
+        Ok(result) => ensure(result.stdout.starts_with(digest.as_bytes()), || {
+            format!("stdout {:?}", String::from_utf8_lossy(&result.stdout))
+        }),
+        other => Err(format!("{other:?}")),
+    }
 }

@@ -26,6 +26,15 @@ fn supports(entries: &[(String, Decision)], operation: Operation) -> bool {
     decision(entries, operation) == Some(&Decision::Supported)
 }
 
+/// The names of the contract's operations for which `holds`, in order.
+fn operations_where(holds: impl Fn(Operation) -> bool) -> Vec<&'static str> {
+    Operation::ALL
+        .into_iter()
+        .filter(|op| holds(*op))
+        .map(Operation::name)
+        .collect()
+}
+
 /// Every case of the clause, judged on `declared`.
 pub fn cases((inventory, entries): &Declared) -> Vec<CaseResult> {
     let mut cases = Vec::new();
@@ -70,11 +79,7 @@ pub fn cases((inventory, entries): &Declared) -> Vec<CaseResult> {
             },
         ),
     );
-    let required: Vec<&str> = Operation::ALL
-        .into_iter()
-        .filter(|op| op.required() && !supports(entries, *op))
-        .map(Operation::name)
-        .collect();
+    let required = operations_where(|op| op.required() && !supports(entries, op));
     case(
         "declaration.required-supported",
         "The five required operations are supported.",
@@ -82,13 +87,9 @@ pub fn cases((inventory, entries): &Declared) -> Vec<CaseResult> {
             format!("not supported: {required:?}")
         }),
     );
-    let infallible: Vec<&str> = Operation::ALL
-        .into_iter()
-        .filter(|op| {
-            !op.fallible() && matches!(decision(entries, *op), Some(Decision::Unsupported(_)))
-        })
-        .map(Operation::name)
-        .collect();
+    let infallible = operations_where(|op| {
+        !op.fallible() && matches!(decision(entries, op), Some(Decision::Unsupported(_)))
+    });
     case(
         "declaration.infallible-supported",
         "Operations that cannot fail (requirements, probe) are never declared unsupported.",

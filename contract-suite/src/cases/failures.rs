@@ -75,7 +75,7 @@ pub(super) fn same(left: &[NativeRequest], right: &[NativeRequest]) -> bool {
 
 /// Vendor mutations (commands aside) sent more than once with the same
 /// action and target in one operation: a replay within the sequence.
-pub(super) fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
+fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
     let mut seen: Vec<&NativeRequest> = Vec::new();
     let mut twice = Vec::new();
     for request in requests {
@@ -93,6 +93,58 @@ pub(super) fn repeated(h: &Harness, requests: &[NativeRequest]) -> Vec<String> {
         seen.push(request);
     }
     twice
+}
+
+/// The legitimate sequence sends each vendor mutation once ([`repeated`]).
+pub(super) fn each_mutation_once(h: &Harness, legitimate: &[NativeRequest]) -> Verdict {
+    let twice = repeated(h, legitimate);
+    ensure(twice.is_empty(), || {
+        format!("sent again: {twice:?} in {:?}", actions(legitimate))
+    })
+}
+
+/// After a fault at native request `k`, the requests are the legitimate
+/// ones up to it; later ones count when `counts` (the vendor's). After a
+/// foreign owner is seen, no counted mutation follows (the host's cleanup
+/// of what failed verification aside).
+pub(super) fn only_legitimate(
+    h: &Harness,
+    fault: Fault,
+    k: usize,
+    requests: &[NativeRequest],
+    expected: &[NativeRequest],
+    counts: impl Fn(&NativeRequest) -> bool,
+) -> Verdict {
+    if fault == Fault::ForeignOwnership {
+        let after: Vec<&NativeRequest> = requests
+            .iter()
+            .skip(k)
+            .filter(|r| h.is_mutation(r) && !r.host_cleanup && counts(r))
+            .collect();
+        ensure(
+            requests.len() >= k && same(&requests[..k], expected),
+            || format!("requests {:?}", actions(requests)),
+        )?;
+        return ensure(after.is_empty(), || {
+            format!(
+                "mutated after seeing a foreign resource: {:?}",
+                actions(requests)
+            )
+        });
+    }
+    let sent: Vec<NativeRequest> = requests
+        .iter()
+        .enumerate()
+        .filter(|(index, request)| *index < k || counts(request))
+        .map(|(_, request)| request.clone())
+        .collect();
+    ensure(same(&sent, expected), || {
+        format!(
+            "requests {:?}, legitimate {:?}",
+            actions(requests),
+            actions(expected)
+        )
+    })
 }
 
 /// The cells of the matrix over a legitimate sequence, in order: each
@@ -193,7 +245,6 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                     continue;
                 }
             };
-        let twice = repeated(h, &legitimate);
         let sentence = format!(
             "Without faults, {} sends each vendor mutation once (commands aside): none twice to the same target.",
             operation.name()
@@ -204,11 +255,7 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 "failure-matrix",
                 Level::Must,
                 sentence,
-                async |_| {
-                    ensure(twice.is_empty(), || {
-                        format!("sent again: {twice:?} in {:?}", actions(&legitimate))
-                    })
-                },
+                async |h| each_mutation_once(h, &legitimate),
             )
             .await;
         for (fault, index) in cells(h, &legitimate, &shown) {
@@ -239,45 +286,9 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                         .await;
                     h.cleanup(&reference).await;
                     judge(&answer, &reference)?;
-                    if fault == Fault::ForeignOwnership {
-                        // The host removing a container it just created
-                        // that failed verification is not the component's
-                        // mutation, and never touches the foreign resource;
-                        // nor is a receipt (host-local bookkeeping).
-                        let after: Vec<&NativeRequest> = requests
-                            .iter()
-                            .skip(k)
-                            .filter(|r| h.is_mutation(r) && !r.host_cleanup)
-                            .filter(|r| Classifier::is_vendor(r))
-                            .collect();
-                        ensure(
-                            requests.len() >= k && same(&requests[..k], expected),
-                            || format!("requests {:?}", actions(&requests)),
-                        )?;
-                        ensure(after.is_empty(), || {
-                            format!(
-                                "mutated after seeing a foreign resource: {:?}",
-                                actions(&requests)
-                            )
-                        })
-                    } else {
-                        // After the fault a component may record what it
-                        // learnt in its own receipts (host-local, no
-                        // vendor effect); it sends nothing else.
-                        let sent: Vec<NativeRequest> = requests
-                            .iter()
-                            .enumerate()
-                            .filter(|(index, request)| *index < k || Classifier::is_vendor(request))
-                            .map(|(_, request)| request.clone())
-                            .collect();
-                        ensure(same(&sent, expected), || {
-                            format!(
-                                "requests {:?}, legitimate {:?}",
-                                actions(&requests),
-                                actions(expected)
-                            )
-                        })
-                    }
+                    // A receipt is host-local bookkeeping, no vendor effect:
+                    // after the fault a component may record what it learnt.
+                    only_legitimate(h, fault, k, &requests, expected, Classifier::is_vendor)
                 })
                 .await;
         }

@@ -53,22 +53,39 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
         }
     }
     let (r, names, foreign) = (&reference, &names, &foreign);
-    runner
-        .case(
+    for (id, sentence, kill) in [
+        (
             "ownership.create-on-collision",
-            "ownership",
-            Level::Must,
             "Create on names held by a foreign allocation fails and mutates nothing.",
-            async |h| {
-                let (answer, requests, calls) = h.observed(None, async || h.create(r).await).await;
-                ensure(answer.is_err(), || format!("create succeeded: {answer:?}"))?;
+            false,
+        ),
+        (
+            "ownership.kill-on-collision",
+            "Kill on names held by a foreign allocation fails and deletes nothing.",
+            true,
+        ),
+    ] {
+        runner
+            .case(id, "ownership", Level::Must, sentence, async |h| {
+                let (answer, requests, calls) = h
+                    .observed(None, async || match kill {
+                        true => h.kill(r).await,
+                        false => h.create(r).await,
+                    })
+                    .await;
+                let verb = if kill { "kill" } else { "create" };
+                ensure(answer.is_err(), || format!("{verb} succeeded: {answer:?}"))?;
+                // A Create must not even try to make a foreign-held name.
                 let attempts: Vec<_> = calls
                     .iter()
                     .filter(|call| call.capability == "docker")
-                    .filter(|call| matches!(call.effect, Effect::Creates | Effect::Removes))
+                    .filter(|call| {
+                        call.effect == Effect::Removes || (!kill && call.effect == Effect::Creates)
+                    })
                     .collect();
-                ensure(attempts.is_empty(), || {
-                    format!("attempted to change foreign-held names: {attempts:?}")
+                ensure(attempts.is_empty(), || match kill {
+                    true => format!("attempted to delete foreign resources: {attempts:?}"),
+                    false => format!("attempted to change foreign-held names: {attempts:?}"),
                 })?;
                 ensure(!requests.iter().any(|r| h.is_mutation(r)), || {
                     format!("mutations: {:?}", actions(&requests))
@@ -76,34 +93,9 @@ pub(super) async fn run(runner: &mut Runner<'_>) {
                 ensure(untouched(h, names, foreign).await, || {
                     "the foreign volumes changed".into()
                 })
-            },
-        )
-        .await;
-    runner
-        .case(
-            "ownership.kill-on-collision",
-            "ownership",
-            Level::Must,
-            "Kill on names held by a foreign allocation fails and deletes nothing.",
-            async |h| {
-                let (answer, requests, calls) = h.observed(None, async || h.kill(r).await).await;
-                ensure(answer.is_err(), || format!("kill succeeded: {answer:?}"))?;
-                let attempts: Vec<_> = calls
-                    .iter()
-                    .filter(|call| call.capability == "docker" && call.effect == Effect::Removes)
-                    .collect();
-                ensure(attempts.is_empty(), || {
-                    format!("attempted to delete foreign resources: {attempts:?}")
-                })?;
-                ensure(!requests.iter().any(|r| h.is_mutation(r)), || {
-                    format!("mutations: {:?}", actions(&requests))
-                })?;
-                ensure(untouched(h, names, foreign).await, || {
-                    "the foreign volumes changed".into()
-                })
-            },
-        )
-        .await;
+            })
+            .await;
+    }
     for name in names {
         h.engine.remove_seeded_volume(name).await;
     }

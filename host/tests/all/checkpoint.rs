@@ -8,7 +8,6 @@
 use crate::support::*;
 use oac_fixtures::vendor_api::FakeVendor;
 use sandbox_host::provider::{CheckpointProvider, SandboxProvider};
-use sandbox_host::registry::Grants;
 use sandbox_host::types::{
     Bootstrap, Command, Compute, ComputeState, ComputeStatus, Error, NetworkAccess, Reference,
     ResumeRequest, SnapshotIdentity, SuspendRequest,
@@ -44,14 +43,7 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
     let table: Vec<Registration> = kinds
         .iter()
         .map(|(kind, _)| Registration {
-            grants: Grants {
-                docker: false,
-                http_origins: vec![vendor.origin()],
-                credential_origins: vec![vendor.origin()],
-                receipts: false,
-                microsandbox: false,
-                http_endpoint: None,
-            },
+            grants: http_grants(&vendor.origin()),
             ..steerable(kind)
         })
         .collect();
@@ -70,6 +62,14 @@ async fn load(vendor: &FakeVendor, kinds: &[(&str, serde_json::Value)]) -> Arc<H
         })
         .collect();
     Arc::new(TestHost::table(&table, &bindings).loaded().await)
+}
+
+/// A fresh fake vendor, and the kind `checkpointing` steered no further
+/// against it.
+async fn checkpointing() -> (FakeVendor, Arc<Host>) {
+    let vendor = FakeVendor::start().await.expect("vendor");
+    let host = load(&vendor, &[("checkpointing", json!({}))]).await;
+    (vendor, host)
 }
 
 /// Suspends `source` as operation `op-1`.
@@ -221,16 +221,14 @@ async fn walk(provider: &impl SandboxProvider, vendor: &FakeVendor, path: &str) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suspend_and_resume_work_through_exact_incarnations_on_both_paths() {
-    let vendor = FakeVendor::start().await.expect("vendor");
-    let host = load(&vendor, &[("checkpointing", json!({}))]).await;
+    let (vendor, host) = checkpointing().await;
     walk(
         host.kind("checkpointing").expect("kind"),
         &vendor,
         "in-process",
     )
     .await;
-    let vendor = FakeVendor::start().await.expect("vendor");
-    let host = load(&vendor, &[("checkpointing", json!({}))]).await;
+    let (vendor, host) = checkpointing().await;
     let served = TestNode::builder(host).start().await;
     walk(
         &served.proxy("checkpointing").await,
@@ -366,8 +364,7 @@ async fn answers_about_another_incarnation_or_capture_are_refused_on_both_paths(
 /// Checkpoint input the contract refuses is `invalid` before any request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoint_input_outside_the_contract_is_invalid_before_any_request() {
-    let vendor = FakeVendor::start().await.expect("vendor");
-    let host = load(&vendor, &[("checkpointing", json!({}))]).await;
+    let (vendor, host) = checkpointing().await;
     let checkpoint = host
         .kind("checkpointing")
         .expect("kind")

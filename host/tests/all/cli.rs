@@ -1,61 +1,26 @@
 //! The `sandbox-host` binary as an operator runs it.
 
+use crate::support::cli::*;
+use crate::support::{FakeEngine, NO_IMAGE, SMALL_SECCOMP};
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
-fn plugins() -> String {
-    std::env::var("OAC_PLUGIN_DIR")
-        .unwrap_or_else(|_| format!("{}/../target/plugins", env!("CARGO_MANIFEST_DIR")))
-}
-
-/// The test kinds' registry file, staged beside the components.
-fn registry() -> String {
-    format!("{}/test-registry.toml", plugins())
-}
-
-fn host(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(args)
-        .output()
-        .expect("run sandbox-host")
-}
-
-/// How long a test waits for a `serve` it started to answer. `serve`
-/// compiles every kind before it listens (a fresh directory has no compile
-/// cache): alone that takes a few seconds of a debug build, and far longer
-/// beside the rest of the suite on a loaded 2-core runner.
-const SERVE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Runs `probe` (a `client` command) every 100 ms until it succeeds, at
-/// most [`SERVE_PATIENCE`]: its first successful output.
-async fn until_served(probe: impl Fn() -> std::process::Output) -> Option<std::process::Output> {
-    let started = std::time::Instant::now();
-    loop {
-        let output = tokio::task::block_in_place(&probe);
-        if output.status.success() {
-            return Some(output);
-        }
-        if started.elapsed() > SERVE_PATIENCE {
-            return None;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-}
-
-#[test]
-fn validate_loads_every_registered_kind() {
-    let output = host(&[
-        "validate",
-        "--plugins",
-        &plugins(),
-        "--registry",
-        &registry(),
-    ]);
+/// `command` on the staged components and test registry, which must
+/// succeed.
+fn on_the_test_registry(command: &str) -> Output {
+    let output = host(&[command, "--plugins", &plugins(), "--registry", &registry()]);
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    output
+}
+
+#[test]
+fn validate_loads_every_registered_kind() {
+    let output = on_the_test_registry("validate");
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("steerable: ok (28 operations declared")
     );
@@ -63,18 +28,7 @@ fn validate_loads_every_registered_kind() {
 
 #[test]
 fn describe_prints_declarations_and_requirements_as_json() {
-    let output = host(&[
-        "describe",
-        "--plugins",
-        &plugins(),
-        "--registry",
-        &registry(),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = on_the_test_registry("describe");
     let described: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     let kinds = described["kinds"].as_array().expect("kinds");
     let kind = kinds
@@ -143,57 +97,57 @@ fn a_missing_plugin_directory_is_reported_not_panicked() {
     assert!(!stderr.contains("panicked"));
 }
 
-/// Writes a container policy file (and its seccomp profile) into `dir`.
-fn policy_file(dir: &std::path::Path) -> String {
+/// The test container policy as TOML, its seccomp profile written into
+/// `dir`.
+fn container_policy(dir: &Path) -> String {
     let seccomp = dir.join("seccomp.json");
-    std::fs::write(&seccomp, crate::support::SMALL_SECCOMP).expect("seccomp");
-    let policy = dir.join("policy.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "image = \"{}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
-            crate::support::NO_IMAGE,
-            seccomp.display()
-        ),
+    std::fs::write(&seccomp, SMALL_SECCOMP).expect("seccomp");
+    format!(
+        "image = \"{NO_IMAGE}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
+        seccomp.display()
     )
-    .expect("policy");
+}
+
+/// Writes the test container policy file into `dir`; its path.
+fn policy_file(dir: &Path) -> String {
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, container_policy(dir)).expect("policy");
     policy.display().to_string()
+}
+
+/// `call steerable OPERATION` on a fake engine under the test policy, the
+/// component steered by `steering`, with `extra` options and `RUST_LOG` at
+/// `log`: the engine and the call's output.
+async fn steered_call(
+    operation: &str,
+    steering: &str,
+    extra: &[&str],
+    log: &str,
+) -> (FakeEngine, Output) {
+    let engine = FakeEngine::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut call = call("steerable", operation);
+    call.args(["--container-policy", &policy_file(dir.path())])
+        .args(["--docker-socket", &engine.socket.display().to_string()])
+        .args(["--configuration", &format!("steerable={steering}")])
+        .args(extra)
+        .env("RUST_LOG", log);
+    // The fake engine answers on this runtime while the call blocks.
+    let output = tokio::task::spawn_blocking(move || call.output().expect("run sandbox-host"))
+        .await
+        .expect("join");
+    (engine, output)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
-    let engine = crate::support::FakeEngine::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let policy = policy_file(dir.path());
-    let socket = engine.socket.to_string_lossy().into_owned();
-    let plugins = plugins();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-            .args([
-                "call",
-                "steerable",
-                "get-info",
-                "--reference",
-                "t/e/a",
-                "--plugins",
-                &plugins,
-                "--registry",
-                &format!("{plugins}/test-registry.toml"),
-                "--container-policy",
-                &policy,
-            ])
-            .args([
-                "--docker-socket",
-                &socket,
-                "--configuration",
-                r#"steerable={"action":"container-create","env":["BODY_CANARY=5e1f0c"]}"#,
-            ])
-            .env("RUST_LOG", "trace")
-            .output()
-            .expect("run sandbox-host")
-    })
-    .await
-    .expect("join");
+    let (engine, output) = steered_call(
+        "get-info",
+        r#"{"action":"container-create","env":["BODY_CANARY=5e1f0c"]}"#,
+        &[],
+        "trace",
+    )
+    .await;
     assert_eq!(
         engine.recorded(),
         vec!["POST /containers/create".to_string()],
@@ -210,9 +164,7 @@ async fn engine_request_bodies_never_reach_the_log_whatever_rust_log_asks() {
 /// included) has that field redacted by the host.
 #[tokio::test]
 async fn the_daemon_credential_never_reaches_the_log() {
-    let engine = crate::support::FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let policy = policy_file(dir.path());
     let bootstrap = dir.path().join("bootstrap.json");
     std::fs::write(
         &bootstrap,
@@ -224,24 +176,14 @@ async fn the_daemon_credential_never_reaches_the_log() {
         .to_string(),
     )
     .expect("bootstrap file");
-    let (socket, plugins) = (engine.socket.to_string_lossy().into_owned(), plugins());
-    let bootstrap = bootstrap.to_string_lossy().into_owned();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-            .args(["call", "steerable", "create", "--reference", "t/e/a"])
-            .args(["--bootstrap", &bootstrap, "--plugins", &plugins])
-            .args(["--registry", &format!("{plugins}/test-registry.toml")])
-            .args(["--container-policy", &policy, "--docker-socket", &socket])
-            .args([
-                "--configuration",
-                r#"steerable={"action":"log-credential"}"#,
-            ])
-            .env("RUST_LOG", "info")
-            .output()
-            .expect("run sandbox-host")
-    })
-    .await
-    .expect("join");
+    let bootstrap = bootstrap.display().to_string();
+    let (_engine, output) = steered_call(
+        "create",
+        r#"{"action":"log-credential"}"#,
+        &["--bootstrap", &bootstrap],
+        "info",
+    )
+    .await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
@@ -259,23 +201,8 @@ async fn the_daemon_credential_never_reaches_the_log() {
 /// in the log, then one `log_quota_exceeded`.
 #[tokio::test]
 async fn a_log_flood_is_cut_at_the_quota() {
-    let engine = crate::support::FakeEngine::start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let policy = policy_file(dir.path());
-    let (socket, plugins) = (engine.socket.to_string_lossy().into_owned(), plugins());
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-            .args(["call", "steerable", "get-info", "--reference", "t/e/a"])
-            .args(["--plugins", &plugins])
-            .args(["--registry", &format!("{plugins}/test-registry.toml")])
-            .args(["--container-policy", &policy, "--docker-socket", &socket])
-            .args(["--configuration", r#"steerable={"action":"log-flood"}"#])
-            .env("RUST_LOG", "info")
-            .output()
-            .expect("run sandbox-host")
-    })
-    .await
-    .expect("join");
+    let (_engine, output) =
+        steered_call("get-info", r#"{"action":"log-flood"}"#, &[], "info").await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let count = |needle: &str| stderr.lines().filter(|line| line.contains(needle)).count();
@@ -283,12 +210,14 @@ async fn a_log_flood_is_cut_at_the_quota() {
     assert_eq!(count("log_quota_exceeded"), 1);
 }
 
-/// A token file, private to its owner, in `dir`.
-fn private_token(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
-    let path = dir.join("token");
-    std::fs::write(&path, format!("{token}\n")).expect("token");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    path
+/// The steerable kind's tables: on `engine` under the test container policy
+/// (written into `dir`), configured by `configuration` (TOML lines).
+fn steerable_kind(dir: &Path, engine: &Path, configuration: &str) -> String {
+    format!(
+        "[kinds.steerable]\ndocker_socket = \"{}\"\n[kinds.steerable.container_policy]\n{}[kinds.steerable.configuration]\n{configuration}\n",
+        engine.display(),
+        container_policy(dir),
+    )
 }
 
 /// A node whose stderr nobody reads, serving a kind that floods its log
@@ -301,53 +230,28 @@ fn private_token(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_log_flood_neither_stalls_the_node_nor_passes_the_quota() {
     use std::time::Instant;
-    let engine = crate::support::FakeEngine::start().await;
+    let engine = FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let token = private_token(dir.path(), "flood-test-token-0123456789");
-    let seccomp = dir.path().join("seccomp.json");
-    std::fs::write(&seccomp, r#"{"defaultAction":"SCMP_ACT_ERRNO"}"#).expect("seccomp");
     let socket = dir.path().join("node.sock").display().to_string();
-    let config = dir.path().join("node.toml");
-    let policy = format!(
-        "image = \"{}\"\nnetwork = \"none\"\nseccomp_profile = \"{}\"\ncpus = 1.0\nmemory_mib = 256\n",
-        crate::support::NO_IMAGE,
-        seccomp.display()
+    let kinds = steerable_kind(
+        dir.path(),
+        &engine.socket,
+        "action = \"log-flood\"\ncount = 250000",
     );
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-token_file = "{token}"
-installation = "inst-flood"
-plugins = "{plugins}"
-registry = "{plugins}/test-registry.toml"
-state_dir = "{state}"
-[log]
-level = "info"
-[listen]
-unix = "{socket}"
-[kinds.steerable]
-docker_socket = "{engine}"
-[kinds.steerable.container_policy]
-{policy}
-[kinds.steerable.configuration]
-action = "log-flood"
-count = 250000
-[kinds.steerable-direct]
-[kinds.steerable-direct.configuration]
-action = "none"
-"#,
-            token = token.display(),
-            plugins = plugins(),
-            engine = engine.socket.display(),
-            state = dir.path().join("state").display(),
+    let config = node_config(
+        dir.path(),
+        &token,
+        "inst-flood",
+        &format!(
+            "[log]\nlevel = \"info\"\n[listen]\nunix = \"{socket}\"\n{kinds}\
+             [kinds.steerable-direct]\n[kinds.steerable-direct.configuration]\naction = \"none\"\n"
         ),
-    )
-    .expect("config");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(["serve", "--config", &config.display().to_string()])
+    );
+    let mut serve = sandbox_host()
+        .args(["serve", "--config", &config])
         .env_remove("RUST_LOG")
-        .stderr(std::process::Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("serve starts");
     // A stalled node must fail the test, not hang it.
@@ -364,21 +268,8 @@ action = "none"
     let patience = std::time::Duration::from_secs(60);
     let token = token.display().to_string();
     let client = move |args: Vec<String>| {
-        let registry = registry();
-        let mut all: Vec<String> = [
-            "client",
-            "--unix",
-            &socket,
-            "--token-file",
-            &token,
-            "--registry",
-            &registry,
-        ]
-        .map(String::from)
-        .to_vec();
-        all.extend(args);
-        Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-            .args(&all)
+        client(&socket, &token)
+            .args(&args)
             .output()
             .expect("client")
     };
@@ -453,13 +344,7 @@ action = "none"
             .expect("join");
         assert!(output.status.success(), "{output:?}");
     }
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &serve.id().to_string()])
-            .status()
-            .expect("kill")
-            .success()
-    );
+    terminate(&serve);
     let mut stderr = serve.stderr.take().expect("stderr");
     let log = tokio::time::timeout(
         patience,
@@ -497,56 +382,24 @@ action = "none"
 /// identity it is served; without the identity, or in plain HTTP, not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_and_client_speak_tls_with_client_certificates() {
-    let engine = crate::support::FakeEngine::start().await;
+    let engine = FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let token = private_token(dir.path(), "tls-cli-token-0123456789");
     let pki = crate::node_limits::pki(dir.path(), "cli");
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, &pki.ca).expect("ca");
     let identity = dir.path().join("core.pem");
-    std::fs::write(&identity, &pki.client_identity).expect("identity");
-    std::fs::set_permissions(&identity, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let address = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|free| free.local_addr())
-        .expect("a free port")
-        .to_string();
-    let policy = std::fs::read_to_string(policy_file(dir.path())).expect("policy");
-    let config = dir.path().join("node.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-token_file = "{token}"
-installation = "inst-tls"
-plugins = "{plugins}"
-registry = "{plugins}/test-registry.toml"
-[listen]
-tcp = "{address}"
-[listen.tls]
-certificate = "{certificate}"
-key = "{key}"
-client_ca = "{client_ca}"
-[kinds.steerable]
-docker_socket = "{engine}"
-[kinds.steerable.container_policy]
-{policy}
-[kinds.steerable.configuration]
-action = "none"
-"#,
-            token = token.display(),
-            plugins = plugins(),
-            certificate = pki.files.certificate.display(),
-            key = pki.files.key.display(),
-            client_ca = pki.files.client_ca.as_ref().expect("client CA").display(),
-            engine = engine.socket.display(),
-        ),
-    )
-    .expect("config");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(["serve", "--config", &config.display().to_string()])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("serve starts");
+    crate::support::write_private(&identity, &pki.client_identity);
+    let address = crate::support::free_address().to_string();
+    let listen = format!(
+        "[listen]\ntcp = \"{address}\"\n[listen.tls]\ncertificate = \"{}\"\nkey = \"{}\"\nclient_ca = \"{}\"\n",
+        pki.files.certificate.display(),
+        pki.files.key.display(),
+        pki.files.client_ca.as_ref().expect("client CA").display(),
+    );
+    let kinds = steerable_kind(dir.path(), &engine.socket, "action = \"none\"");
+    let config = node_config(dir.path(), &token, "inst-tls", &(listen + &kinds));
+    let mut serve = serve(&config, Stdio::null());
     let (token, ca, identity) = (
         token.display().to_string(),
         ca.display().to_string(),
@@ -585,96 +438,32 @@ action = "none"
 
 #[test]
 fn commands_that_reach_the_engine_need_a_container_policy() {
-    let output = host(&[
-        "call",
-        "steerable",
-        "get-info",
-        "--reference",
-        "t/e/a",
-        "--plugins",
-        &plugins(),
-        "--registry",
-        &registry(),
-    ]);
+    let output = call("steerable", "get-info").output().expect("call");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("container_policy"), "{stderr}");
 }
 
-/// Writes a node configuration serving the steerable kind against `engine`.
-fn node_files(dir: &std::path::Path, engine: &std::path::Path) -> (String, String, String) {
-    use std::os::unix::fs::PermissionsExt;
-    let token = dir.join("token");
-    std::fs::write(&token, "cli-test-token-0123456789\n").expect("token");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let socket = dir.join("node.sock");
-    let config = dir.join("node.toml");
-    let seccomp = dir.join("seccomp.json");
-    std::fs::write(&seccomp, crate::support::SMALL_SECCOMP).expect("seccomp");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-token_file = "{token}"
-installation = "inst-cli"
-plugins = "{plugins}"
-registry = "{plugins}/test-registry.toml"
-[listen]
-unix = "{socket}"
-[kinds.steerable]
-docker_socket = "{engine}"
-[kinds.steerable.container_policy]
-image = "{image}"
-network = "none"
-seccomp_profile = "{seccomp}"
-cpus = 1.0
-memory_mib = 256
-[kinds.steerable.configuration]
-action = "none"
-"#,
-            token = token.display(),
-            plugins = plugins(),
-            socket = socket.display(),
-            engine = engine.display(),
-            image = crate::support::NO_IMAGE,
-            seccomp = seccomp.display(),
-        ),
-    )
-    .expect("config");
-    (
-        config.display().to_string(),
-        socket.display().to_string(),
-        token.display().to_string(),
-    )
+/// Writes a node configuration serving the steerable kind against
+/// `engine`: the configuration, the node's socket and its token file.
+fn node_files(dir: &Path, engine: &Path) -> (String, String, String) {
+    let token = private_token(dir, "cli-test-token-0123456789");
+    let socket = dir.join("node.sock").display().to_string();
+    let kinds = steerable_kind(dir, engine, "action = \"none\"");
+    let listen = format!("[listen]\nunix = \"{socket}\"\n");
+    let config = node_config(dir, &token, "inst-cli", &(listen + &kinds));
+    (config, socket, token.display().to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
-    let engine = crate::support::FakeEngine::start().await;
+    let engine = FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, socket, token) = node_files(dir.path(), &engine.socket);
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(["serve", "--config", &config])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve starts");
+    let serve = serve(&config, Stdio::piped());
     // `steerable` is no built-in kind: the node serves it from the test
     // registry file, and Core's side reads the same file.
-    let registry = registry();
-    let remote = [
-        "--unix",
-        socket.as_str(),
-        "--token-file",
-        token.as_str(),
-        "--registry",
-        registry.as_str(),
-    ];
-    let client = |args: &[&str]| {
-        let mut all = vec!["client"];
-        all.extend_from_slice(&remote);
-        all.extend_from_slice(args);
-        host(&all)
-    };
+    let client = |args: &[&str]| client(&socket, &token).args(args).output().expect("client");
     let health = until_served(|| client(&["health"]))
         .await
         .expect("serve became healthy");
@@ -720,14 +509,7 @@ async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
     let answer: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
     assert_eq!(answer["ok"]["reference"]["allocation_id"], "a");
 
-    let pid = serve.id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::task::block_in_place(|| serve.wait()).expect("serve exits");
-    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+    stop(serve);
     assert!(
         !std::path::Path::new(&socket).exists(),
         "the socket is removed"
@@ -737,8 +519,7 @@ async fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
 #[test]
 fn serve_refuses_a_bad_configuration_clearly() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (config, _, token) = node_files(dir.path(), std::path::Path::new("/nonexistent.sock"));
-    use std::os::unix::fs::PermissionsExt;
+    let (config, _, token) = node_files(dir.path(), Path::new("/nonexistent.sock"));
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let output = host(&["serve", "--config", &config]);
     assert_eq!(output.status.code(), Some(2));
@@ -757,7 +538,7 @@ fn serve_refuses_a_bad_configuration_clearly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_never_replaces_a_file_that_is_not_a_socket() {
-    let engine = crate::support::FakeEngine::start().await;
+    let engine = FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, socket, _) = node_files(dir.path(), &engine.socket);
     std::fs::write(&socket, "precious").expect("file");
@@ -771,26 +552,8 @@ async fn serve_never_replaces_a_file_that_is_not_a_socket() {
 /// Starts `serve` on `config`, waits until it answers `health`, runs one
 /// `renew`, and stops it with SIGTERM.
 async fn serve_once(config: &str, socket: &str, token: &str) {
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(["serve", "--config", config])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let registry = registry();
-    let remote = [
-        "--unix",
-        socket,
-        "--token-file",
-        token,
-        "--registry",
-        &registry,
-    ];
-    let client = |args: &[&str]| {
-        let mut all = vec!["client"];
-        all.extend_from_slice(&remote);
-        all.extend_from_slice(args);
-        host(&all)
-    };
+    let serve = serve(config, Stdio::null());
+    let client = |args: &[&str]| client(socket, token).args(args).output().expect("client");
     let ready = until_served(|| client(&["health"])).await;
     assert!(ready.is_some(), "serve became healthy");
     let called = tokio::task::block_in_place(|| {
@@ -798,18 +561,12 @@ async fn serve_once(config: &str, socket: &str, token: &str) {
     });
     let answer: serde_json::Value = serde_json::from_slice(&called.stdout).expect("JSON");
     assert_eq!(answer["ok"]["reference"]["allocation_id"], "a");
-    let killed = Command::new("kill")
-        .args(["-TERM", &serve.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = tokio::task::block_in_place(|| serve.wait()).expect("serve exits");
-    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+    stop(serve);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_keeps_compiled_components_in_its_compile_cache_and_recompiles_a_damaged_one() {
-    let engine = crate::support::FakeEngine::start().await;
+    let engine = FakeEngine::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, socket, token) = node_files(dir.path(), &engine.socket);
     let cache = dir.path().join("cache");
@@ -846,7 +603,6 @@ async fn serve_keeps_compiled_components_in_its_compile_cache_and_recompiles_a_d
     assert_eq!(std::fs::read(&stored[0]).expect("artifact"), first);
 
     // A cache others may write is refused at start.
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     let refused = host(&["serve", "--config", &config]);
     assert!(!refused.status.success());
@@ -855,7 +611,7 @@ async fn serve_keeps_compiled_components_in_its_compile_cache_and_recompiles_a_d
 }
 
 /// `path`'s test registry with `edit` applied, written into `dir`.
-fn edited_registry(dir: &std::path::Path, edit: impl Fn(String) -> String) -> String {
+fn edited_registry(dir: &Path, edit: impl Fn(String) -> String) -> String {
     let text = std::fs::read_to_string(registry()).expect("the staged test registry");
     let path = dir.join("registry.toml");
     std::fs::write(&path, edit(text)).expect("registry");
@@ -922,10 +678,10 @@ fn an_operator_row_is_checked_against_its_component_and_the_builtin_kinds() {
 /// standard error. A `serve` that starts instead fails the test rather
 /// than hanging it.
 fn refused_start(config: &str) -> String {
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+    let mut serve = sandbox_host()
         .args(["serve", "--config", config])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("serve");
     let started = std::time::Instant::now();
@@ -945,39 +701,16 @@ fn refused_start(config: &str) -> String {
 #[test]
 fn serve_refuses_a_credential_or_configuration_that_can_never_work() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "0123456789abcdef0123\n").expect("token");
+    let token = private_token(dir.path(), "0123456789abcdef0123");
     let credential = dir.path().join("e2b.key");
-    let config = dir.path().join("node.toml");
     let serve = |credential_text: &str, configuration: &str| {
-        std::fs::write(&credential, credential_text).expect("credential");
-        for file in [&token, &credential] {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        }
-        std::fs::write(
-            &config,
-            format!(
-                r#"
-token_file = "{token}"
-installation = "inst-start"
-plugins = "{plugins}"
-state_dir = "{state}"
-[listen]
-unix = "{socket}"
-[kinds.e2b]
-credential_file = "{credential}"
-[kinds.e2b.configuration]
-{configuration}
-"#,
-                token = token.display(),
-                plugins = plugins(),
-                state = dir.path().join("state").display(),
-                socket = dir.path().join("node.sock").display(),
-                credential = credential.display(),
-            ),
-        )
-        .expect("config");
-        refused_start(&config.display().to_string())
+        crate::support::write_private(&credential, credential_text);
+        let tables = format!(
+            "[listen]\nunix = \"{}\"\n[kinds.e2b]\ncredential_file = \"{}\"\n[kinds.e2b.configuration]\n{configuration}\n",
+            dir.path().join("node.sock").display(),
+            credential.display(),
+        );
+        refused_start(&node_config(dir.path(), &token, "inst-start", &tables))
     };
     let not_json = serve("secret-not-json-0451", "template = \"base\"");
     assert!(
@@ -1015,17 +748,8 @@ credential_file = "{credential}"
 fn a_policy_refusal_logs_one_warn_line_with_its_rule() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state");
-    let output = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
+    let output = call("steerable-direct", "get-info")
         .args([
-            "call",
-            "steerable-direct",
-            "get-info",
-            "--reference",
-            "t/e/a",
-            "--plugins",
-            &plugins(),
-            "--registry",
-            &registry(),
             "--state-dir",
             &state.display().to_string(),
             "--configuration",

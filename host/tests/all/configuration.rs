@@ -8,7 +8,7 @@ use sandbox_host::host::Connect;
 use sandbox_host::provider::{ConfigurationProvider, SandboxProvider};
 use sandbox_host::registry::{Grants, Mode};
 use sandbox_host::types::{Configuration, Error, StoredConfiguration};
-use sandbox_host::{Budget, Host, Registration};
+use sandbox_host::{Budget, Host, Kind, Registration};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,14 +56,7 @@ async fn load(
 ) -> Result<Host, sandbox_host::HostError> {
     let registration = Registration {
         mode,
-        grants: Grants {
-            docker: false,
-            http_origins: vec![origin.to_string()],
-            credential_origins: vec![origin.to_string()],
-            receipts: false,
-            microsandbox: false,
-            http_endpoint: None,
-        },
+        grants: http_grants(origin),
         credential_fields: match mode {
             Mode::Direct => vec!["api_key".into()],
             Mode::Nodes => Vec::new(),
@@ -75,6 +68,51 @@ async fn load(
     TestHost::one(registration, binding)
         .load(Connect::Capabilities)
         .await
+}
+
+/// [`load`] with an origin nothing listens on and no credential, which
+/// must load.
+async fn load_unreachable(mode: Mode, steering: serde_json::Value) -> Host {
+    load(mode, "http://127.0.0.1:9", steering, None)
+        .await
+        .expect("loads")
+}
+
+/// The loaded kind.
+fn configured(host: &Host) -> &Kind {
+    host.kind("configured").expect("kind")
+}
+
+/// Steering for one request `action` to `url` carrying the credential's
+/// `api_key` as `x-api-key`.
+fn keyed(action: &str, url: String) -> serde_json::Value {
+    json!({
+        "action": action,
+        "url": url,
+        "credential_header": "x-api-key",
+        "credential_field": "api_key",
+    })
+}
+
+/// A direct kind declaring verification and discovery, holding
+/// `installation-key`, steered to [`keyed`] `action` on `path` of a
+/// recording [`server`]: the host and what the server saw.
+async fn verifying(action: &str, path: &str) -> (Host, Recorded) {
+    let (origin, seen) = server().await;
+    let mut steering = keyed(action, format!("{origin}{path}"));
+    steering["declaration"] = json!("verifying");
+    let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
+        .await
+        .expect("loads");
+    (host, seen)
+}
+
+/// A configuration whose credential is a candidate's.
+fn candidate() -> Configuration {
+    Configuration {
+        public: "{}".into(),
+        credential: Some(key("candidate-key")),
+    }
 }
 
 #[tokio::test]
@@ -106,10 +144,8 @@ async fn configuration_rules_are_checked_at_load() {
 
 #[tokio::test]
 async fn a_node_kinds_configuration_is_the_empty_object_without_credential() {
-    let host = load(Mode::Nodes, "http://127.0.0.1:9", json!({}), None)
-        .await
-        .expect("loads");
-    let kind = host.kind("configured").expect("kind");
+    let host = load_unreachable(Mode::Nodes, json!({})).await;
+    let kind = configured(&host);
     assert_eq!(
         kind.decode_input("{}".into(), None, budget()).await,
         Ok(Configuration::without_credential("{}"))
@@ -134,10 +170,8 @@ async fn a_node_kinds_configuration_is_the_empty_object_without_credential() {
 
 #[tokio::test]
 async fn a_direct_kinds_credential_travels_apart_from_its_public_object() {
-    let host = load(Mode::Direct, "http://127.0.0.1:9", json!({}), None)
-        .await
-        .expect("loads");
-    let kind = host.kind("configured").expect("kind");
+    let host = load_unreachable(Mode::Direct, json!({})).await;
+    let kind = configured(&host);
     let decoded = kind
         .decode_input(
             r#"{"template":"base"}"#.into(),
@@ -168,15 +202,8 @@ async fn a_direct_kinds_credential_travels_apart_from_its_public_object() {
 /// was given shows no secret.
 #[tokio::test]
 async fn a_configuration_call_sees_the_credential_as_a_handle() {
-    let host = load(
-        Mode::Direct,
-        "http://127.0.0.1:9",
-        json!({ "action": "show-credential" }),
-        None,
-    )
-    .await
-    .expect("loads");
-    let kind = host.kind("configured").expect("kind");
+    let host = load_unreachable(Mode::Direct, json!({ "action": "show-credential" })).await;
+    let kind = configured(&host);
     let decoded = kind
         .decode_input("{}".into(), Some(key("s3cret-value")), budget())
         .await
@@ -196,10 +223,8 @@ async fn a_configuration_call_sees_the_credential_as_a_handle() {
 /// component runs: anything else is `invalid`, and nothing is echoed.
 #[tokio::test]
 async fn a_credential_that_does_not_fit_its_shape_is_invalid() {
-    let host = load(Mode::Direct, "http://127.0.0.1:9", json!({}), None)
-        .await
-        .expect("loads");
-    let kind = host.kind("configured").expect("kind");
+    let host = load_unreachable(Mode::Direct, json!({})).await;
+    let kind = configured(&host);
     for unfit in [
         "s3cret",
         r#"{"api_key":"k","team":"t"}"#,
@@ -245,15 +270,8 @@ async fn a_credential_that_does_not_fit_its_shape_is_invalid() {
 /// unknown outcome, never another credential's value.
 #[tokio::test]
 async fn an_answer_with_a_forged_handle_is_refused() {
-    let host = load(
-        Mode::Direct,
-        "http://127.0.0.1:9",
-        json!({ "action": "forge-handle" }),
-        None,
-    )
-    .await
-    .expect("loads");
-    let kind = host.kind("configured").expect("kind");
+    let host = load_unreachable(Mode::Direct, json!({ "action": "forge-handle" })).await;
+    let kind = configured(&host);
     let unknown = Err(Error::ComputeUnconfirmed);
     assert_eq!(
         kind.decode_input("{}".into(), Some(key("k1")), budget())
@@ -274,30 +292,16 @@ async fn an_answer_with_a_forged_handle_is_refused() {
 
 #[tokio::test]
 async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
-    let (origin, seen) = server().await;
-    let steering = json!({
-        "declaration": "verifying",
-        "action": "http-get",
-        "url": format!("{origin}/check"),
-        "credential_header": "x-api-key",
-        "credential_field": "api_key",
-    });
-    let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
-        .await
-        .expect("loads");
-    let kind = host.kind("configured").expect("kind");
-    let candidate = Configuration {
-        public: "{}".into(),
-        credential: Some(key("candidate-key")),
-    };
-    kind.verify_credential(candidate.clone(), vec![reference()], budget())
+    let (host, seen) = verifying("http-get", "/check").await;
+    let kind = configured(&host);
+    kind.verify_credential(candidate(), vec![reference()], budget())
         .await
         .expect("verified");
     let resolved = kind
-        .discover_selection(candidate.clone(), budget())
+        .discover_selection(candidate(), budget())
         .await
         .expect("resolved");
-    assert_eq!(resolved, candidate);
+    assert_eq!(resolved, candidate());
     kind.get_info(reference(), budget())
         .await
         .expect("get-info");
@@ -312,29 +316,15 @@ async fn a_candidate_credential_reaches_the_vendor_as_a_handle() {
 /// sends a POST from them is refused before anything is sent.
 #[tokio::test]
 async fn verification_and_discovery_may_only_read() {
-    let (origin, seen) = server().await;
-    let steering = json!({
-        "declaration": "verifying",
-        "action": "http-post",
-        "url": format!("{origin}/mutate"),
-        "credential_header": "x-api-key",
-        "credential_field": "api_key",
-    });
-    let host = load(Mode::Direct, &origin, steering, Some("installation-key"))
-        .await
-        .expect("loads");
-    let kind = host.kind("configured").expect("kind");
-    let candidate = Configuration {
-        public: "{}".into(),
-        credential: Some(key("candidate-key")),
-    };
+    let (host, seen) = verifying("http-post", "/mutate").await;
+    let kind = configured(&host);
     assert_eq!(
-        kind.verify_credential(candidate.clone(), vec![reference()], budget())
+        kind.verify_credential(candidate(), vec![reference()], budget())
             .await,
         Err(Error::Invalid)
     );
     assert_eq!(
-        kind.discover_selection(candidate, budget()).await,
+        kind.discover_selection(candidate(), budget()).await,
         Err(Error::Invalid)
     );
     assert!(seen.lock().expect("lock").is_empty(), "nothing was sent");
@@ -346,18 +336,13 @@ async fn verification_and_discovery_may_only_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replacing_the_credential_waits_for_calls_in_flight() {
     let (origin, seen) = server().await;
-    let steering = json!({
-        "action": "http-get",
-        "url": format!("{origin}/slow"),
-        "credential_header": "x-api-key",
-        "credential_field": "api_key",
-    });
+    let steering = keyed("http-get", format!("{origin}/slow"));
     let host = Arc::new(
         load(Mode::Direct, &origin, steering, Some("old-key"))
             .await
             .expect("loads"),
     );
-    let kind = || host.kind("configured").expect("kind");
+    let kind = || configured(&host);
     let left = tokio::time::timeout(
         Duration::from_millis(200),
         kind().get_info(reference(), budget()),
@@ -367,8 +352,7 @@ async fn replacing_the_credential_waits_for_calls_in_flight() {
     let replacing = tokio::spawn({
         let host = host.clone();
         async move {
-            host.kind("configured")
-                .expect("kind")
+            configured(&host)
                 .replace_credential(Some(key("new-key")))
                 .await
                 .expect("fits")
@@ -377,12 +361,7 @@ async fn replacing_the_credential_waits_for_calls_in_flight() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     let later = tokio::spawn({
         let host = host.clone();
-        async move {
-            host.kind("configured")
-                .expect("kind")
-                .get_info(reference(), budget())
-                .await
-        }
+        async move { configured(&host).get_info(reference(), budget()).await }
     });
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(

@@ -104,6 +104,19 @@ async fn direct(registration: Registration, steering: Value) -> (Host, ReceiptSt
     (with_store(registration, steering, &store).await, store)
 }
 
+/// [`direct`] `kind`, allowed a recording [`server`] and sending the
+/// credential there, steered to `reach` for every capability from `path`
+/// on it: the host, its store and what the server saw.
+async fn reaching(kind: &str, path: &str) -> (Host, ReceiptStore, Log) {
+    let (origin, log) = server().await;
+    let (host, store) = direct(
+        row(kind, &[&origin], &[&origin]),
+        json!({ "action": "reach", "url": format!("{origin}{path}") }),
+    )
+    .await;
+    (host, store, log)
+}
+
 /// [`direct`] on an existing store.
 async fn with_store(registration: Registration, steering: Value, store: &ReceiptStore) -> Host {
     let mut binding = binding(None, steering);
@@ -267,12 +280,7 @@ async fn a_selection_showing_the_candidate_is_refused() {
 /// HTTP (not even to a credential origin), no receipt, no Docker.
 #[tokio::test]
 async fn configuration_calls_reach_no_capability() {
-    let (origin, log) = server().await;
-    let (host, state) = direct(
-        row("configured", &[&origin], &[&origin]),
-        json!({ "action": "reach", "url": format!("{origin}/collect") }),
-    )
-    .await;
+    let (host, state, log) = reaching("configured", "/collect").await;
     let decoded = host
         .kind("configured")
         .expect("kind")
@@ -311,12 +319,7 @@ async fn configuration_calls_reach_no_capability() {
 /// denied; its Docker read (a node kind's `version`) is let through.
 #[tokio::test]
 async fn the_readiness_probe_only_reads() {
-    let (origin, log) = server().await;
-    let (host, _state) = direct(
-        row("prober", &[&origin], &[&origin]),
-        json!({ "action": "reach", "url": format!("{origin}/delete-me") }),
-    )
-    .await;
+    let (host, _state, log) = reaching("prober", "/delete-me").await;
     let diagnostics = host
         .kind("prober")
         .expect("kind")

@@ -26,6 +26,14 @@ async fn load_declaring(declaration: &str, mode: Mode) -> Result<sandbox_host::H
     .await
 }
 
+/// The steerable component declaring `declaration` as a node kind, which
+/// must load.
+async fn accepted(declaration: &str) -> sandbox_host::Host {
+    load_declaring(declaration, Mode::Nodes)
+        .await
+        .unwrap_or_else(|error| panic!("{declaration}: {error}"))
+}
+
 async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
     match load_declaring(declaration, mode).await {
         Err(HostError::Load(LoadError::Declaration { error, .. })) => error,
@@ -36,9 +44,7 @@ async fn rejection(declaration: &str, mode: Mode) -> DeclarationError {
 
 #[tokio::test]
 async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
-    let host = load_declaring("valid", Mode::Nodes)
-        .await
-        .expect("valid declaration loads");
+    let host = accepted("valid").await;
     let kind = host.kind("steerable").expect("kind");
     assert_eq!(
         kind.inventory.0.len(),
@@ -73,83 +79,44 @@ async fn a_valid_declaration_is_accepted_and_names_every_exported_operation() {
 
 #[tokio::test]
 async fn full_checkpoint_support_is_accepted_for_a_nodes_kind() {
-    let host = load_declaring("checkpoint", Mode::Nodes)
-        .await
-        .expect("checkpoint declaration loads");
-    let kind = host.kind("steerable").expect("kind");
-    assert!(kind.declaration.supports_checkpoint());
-}
-
-#[tokio::test]
-async fn a_missing_operation_is_rejected() {
-    assert_eq!(
-        rejection("missing-op", Mode::Nodes).await,
-        DeclarationError::Missing("kill-compute".into())
+    let host = accepted("checkpoint").await;
+    assert!(
+        host.kind("steerable")
+            .expect("kind")
+            .declaration
+            .supports_checkpoint()
     );
 }
 
-#[tokio::test]
-async fn an_unknown_operation_is_rejected() {
-    assert_eq!(
-        rejection("unknown-op", Mode::Nodes).await,
-        DeclarationError::Unknown
-    );
+/// One test per rule: the steerable component declaring `declaration` as
+/// a kind of `mode` is refused for that rule.
+macro_rules! rejected {
+    ($($test:ident: $declaration:literal in $mode:ident => $error:expr;)*) => {$(
+        #[tokio::test]
+        async fn $test() {
+            assert_eq!(rejection($declaration, Mode::$mode).await, $error);
+        }
+    )*};
 }
 
-#[tokio::test]
-async fn a_duplicate_entry_is_rejected() {
-    assert_eq!(
-        rejection("duplicate", Mode::Nodes).await,
-        DeclarationError::Duplicate("get-info".into())
-    );
-}
-
-#[tokio::test]
-async fn a_required_operation_declared_unsupported_is_rejected() {
-    assert_eq!(
-        rejection("required-unsupported", Mode::Nodes).await,
-        DeclarationError::RequiredUnsupported("renew".into())
-    );
-}
-
-#[tokio::test]
-async fn an_infallible_operation_declared_unsupported_is_rejected() {
-    assert_eq!(
-        rejection("infallible-unsupported", Mode::Nodes).await,
-        DeclarationError::InfallibleUnsupported("requirements".into())
-    );
-}
-
-#[tokio::test]
-async fn partial_checkpoint_support_is_rejected() {
-    assert_eq!(
-        rejection("partial-checkpoint", Mode::Nodes).await,
-        DeclarationError::PartialCheckpoint
-    );
-}
-
-#[tokio::test]
-async fn checkpoint_support_in_direct_mode_is_rejected() {
-    assert_eq!(
-        rejection("checkpoint", Mode::Direct).await,
-        DeclarationError::CheckpointNotNodes
-    );
-}
-
-#[tokio::test]
-async fn batch_observation_without_observe_is_rejected() {
-    assert_eq!(
-        rejection("batch-without-observe", Mode::Nodes).await,
-        DeclarationError::BatchWithoutObserve
-    );
-}
-
-#[tokio::test]
-async fn an_invalid_reason_code_is_rejected() {
-    assert_eq!(
-        rejection("invalid-reason", Mode::Nodes).await,
-        DeclarationError::InvalidReason("observe".into())
-    );
+rejected! {
+    a_missing_operation_is_rejected: "missing-op" in Nodes
+        => DeclarationError::Missing("kill-compute".into());
+    an_unknown_operation_is_rejected: "unknown-op" in Nodes => DeclarationError::Unknown;
+    a_duplicate_entry_is_rejected: "duplicate" in Nodes
+        => DeclarationError::Duplicate("get-info".into());
+    a_required_operation_declared_unsupported_is_rejected: "required-unsupported" in Nodes
+        => DeclarationError::RequiredUnsupported("renew".into());
+    an_infallible_operation_declared_unsupported_is_rejected: "infallible-unsupported" in Nodes
+        => DeclarationError::InfallibleUnsupported("requirements".into());
+    partial_checkpoint_support_is_rejected: "partial-checkpoint" in Nodes
+        => DeclarationError::PartialCheckpoint;
+    checkpoint_support_in_direct_mode_is_rejected: "checkpoint" in Direct
+        => DeclarationError::CheckpointNotNodes;
+    batch_observation_without_observe_is_rejected: "batch-without-observe" in Nodes
+        => DeclarationError::BatchWithoutObserve;
+    an_invalid_reason_code_is_rejected: "invalid-reason" in Nodes
+        => DeclarationError::InvalidReason("observe".into());
 }
 
 #[tokio::test]
@@ -189,12 +156,7 @@ async fn the_sdk_documented_minimal_adapter_loads_and_answers() {
         Some(&Decision::Unsupported("minimal_has_no_observation".into()))
     );
     assert!(!kind.declaration.supports_checkpoint());
-    let allocation = sandbox_host::types::Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    };
-    let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
+    let (allocation, budget) = (reference(), budget(5_000));
     let kind = host.kind("minimal").expect("a loaded kind");
     assert_eq!(
         kind.get_info(allocation.clone(), budget).await,
@@ -222,12 +184,7 @@ async fn the_bench_one_request_component_makes_exactly_one_version_request() {
     engine.report_api_version("1.47");
     engine.clear_requests();
     let kind = host.kind("one-request").expect("a loaded kind");
-    let allocation = sandbox_host::types::Reference {
-        tenant_id: "t".into(),
-        environment_id: "e".into(),
-        allocation_id: "a".into(),
-    };
-    let budget = sandbox_host::Budget::from_millis(5_000).expect("budget");
+    let (allocation, budget) = (reference(), budget(5_000));
     let info = kind
         .get_info(allocation.clone(), budget)
         .await

@@ -3,23 +3,13 @@
 //! credential from a private file and durable receipts in a state
 //! directory.
 
+use crate::support::cli::*;
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Output, Stdio};
 
 const KIND: &str = "steerable-direct";
-
-fn host(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(args)
-        .output()
-        .expect("run sandbox-host")
-}
-
-fn plugins() -> String {
-    crate::support::plugin_dir().display().to_string()
-}
 
 /// Writes `credential` into a file of `mode`.
 fn credential_file(dir: &Path, mode: u32) -> String {
@@ -30,27 +20,13 @@ fn credential_file(dir: &Path, mode: u32) -> String {
 }
 
 /// `call` of the direct kind, steered by `steering`, with `extra` options.
-fn call(state: &str, steering: Value, extra: &[&str]) -> Output {
-    let configuration = format!("{KIND}={steering}");
-    let plugins = plugins();
-    let registry = format!("{plugins}/test-registry.toml");
-    let mut args = vec![
-        "call",
-        KIND,
-        "get-info",
-        "--reference",
-        "t/e/a",
-        "--plugins",
-        &plugins,
-        "--registry",
-        &registry,
-        "--state-dir",
-        state,
-        "--configuration",
-        &configuration,
-    ];
-    args.extend_from_slice(extra);
-    host(&args)
+fn call_direct(state: &str, steering: Value, extra: &[&str]) -> Output {
+    call(KIND, "get-info")
+        .args(["--state-dir", state])
+        .args(["--configuration", &format!("{KIND}={steering}")])
+        .args(extra)
+        .output()
+        .expect("run sandbox-host")
 }
 
 fn stderr(output: &Output) -> String {
@@ -63,7 +39,7 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
     let state = dir.path().join("state").display().to_string();
     let requires = json!({"declaration": "credential-required", "action": "receipt-put"});
 
-    let without = call(&state, requires.clone(), &[]);
+    let without = call_direct(&state, requires.clone(), &[]);
     assert_eq!(without.status.code(), Some(2));
     assert!(
         stderr(&without).contains("kind `steerable-direct` requires a credential and has none"),
@@ -72,7 +48,7 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
     );
 
     let shared = credential_file(dir.path(), 0o644);
-    let refused = call(
+    let refused = call_direct(
         &state,
         requires.clone(),
         &["--credential-file", &format!("{KIND}={shared}")],
@@ -86,19 +62,10 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
     assert!(!stderr(&refused).contains("direct-secret-0123"));
 
     let private = credential_file(dir.path(), 0o600);
-    let on_a_node_kind = host(&[
-        "call",
-        "steerable",
-        "get-info",
-        "--reference",
-        "t/e/a",
-        "--plugins",
-        &plugins(),
-        "--registry",
-        &format!("{}/test-registry.toml", plugins()),
-        "--credential-file",
-        &format!("steerable={private}"),
-    ]);
+    let on_a_node_kind = call("steerable", "get-info")
+        .args(["--credential-file", &format!("steerable={private}")])
+        .output()
+        .expect("run sandbox-host");
     assert_eq!(on_a_node_kind.status.code(), Some(2));
     assert!(
         stderr(&on_a_node_kind).contains("`steerable` is not a direct kind"),
@@ -106,7 +73,7 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
         stderr(&on_a_node_kind)
     );
 
-    let answered = call(
+    let answered = call_direct(
         &state,
         requires,
         &["--credential-file", &format!("{KIND}={private}")],
@@ -122,87 +89,31 @@ fn call_takes_a_direct_kinds_credential_from_a_private_file_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_runs_a_direct_kind_on_a_local_socket_with_its_receipts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let token = dir.path().join("token");
-    std::fs::write(&token, "direct-test-token-0123456789\n").expect("token");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let token = private_token(dir.path(), "direct-test-token-0123456789");
     let credential = credential_file(dir.path(), 0o600);
     let state = dir.path().join("state").display().to_string();
     let socket = dir.path().join("core-side.sock").display().to_string();
-    let config = dir.path().join("direct.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-token_file = "{token}"
-installation = "inst-direct"
-plugins = "{plugins}"
-registry = "{plugins}/test-registry.toml"
-state_dir = "{state}"
-[listen]
-unix = "{socket}"
-[kinds.{KIND}]
-credential_file = "{credential}"
-[kinds.{KIND}.configuration]
-declaration = "credential-required"
-action = "receipt-put"
-receipt_value = "written-through-serve"
-"#,
-            token = token.display(),
-            plugins = plugins(),
-        ),
-    )
-    .expect("config");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sandbox-host"))
-        .args(["serve", "--config", &config.display().to_string()])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve starts");
+    let tables = format!(
+        "[listen]\nunix = \"{socket}\"\n[kinds.{KIND}]\ncredential_file = \"{credential}\"\n\
+         [kinds.{KIND}.configuration]\ndeclaration = \"credential-required\"\n\
+         action = \"receipt-put\"\nreceipt_value = \"written-through-serve\"\n"
+    );
+    let config = node_config(dir.path(), &token, "inst-direct", &tables);
+    let serve = serve(&config, Stdio::piped());
     let token = token.display().to_string();
-    let registry = format!("{}/test-registry.toml", plugins());
-    let client = |args: &[&str]| {
-        let mut all = vec![
-            "client",
-            "--unix",
-            &socket,
-            "--token-file",
-            &token,
-            "--registry",
-            &registry,
-        ];
-        all.extend_from_slice(args);
-        host(&all)
-    };
-    let mut ready = false;
-    for _ in 0..100 {
-        if tokio::task::block_in_place(|| client(&["health"]))
-            .status
-            .success()
-        {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(ready, "serve became healthy");
+    let client = |args: &[&str]| client(&socket, &token).args(args).output().expect("client");
+    let ready = until_served(|| client(&["health"])).await;
+    assert!(ready.is_some(), "serve became healthy");
     let called =
         tokio::task::block_in_place(|| client(&["call", KIND, "get-info", "--reference", "t/e/a"]));
     let answer: Value = serde_json::from_slice(&called.stdout).expect("JSON");
     assert_eq!(answer["ok"]["provider_id"], "ok", "{answer}");
 
-    let pid = serve.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let status = tokio::task::block_in_place(|| serve.wait()).expect("serve exits");
-    assert!(status.success(), "{status:?}");
+    stop(serve);
 
     // The node released the store: the receipt it wrote is read back by
     // the next process on the same state directory, same installation.
-    let read = call(
+    let read = call_direct(
         &state,
         json!({"declaration": "credential-required", "action": "receipt-get"}),
         &[

@@ -5,21 +5,12 @@
 //! and pass, unless `OAC_REQUIRE_DOCKER=1`, where they fail instead.
 
 use crate::support::*;
-use bollard::Docker;
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::host::Connect;
 use sandbox_host::types::{Error, Reference};
 use sandbox_host::{Budget, Host};
 use serde_json::json;
 use std::path::Path;
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{prefix}-{}-{nanos}", std::process::id())
-}
 
 /// The `home` volume the host names for `allocation` (names are the
 /// host's: a unique allocation gives unique names on a shared engine).
@@ -41,15 +32,6 @@ fn reference(allocation: &str) -> Reference {
 
 async fn host(socket: &Path, kinds: &[(&str, serde_json::Value)]) -> Host {
     steered(socket, kinds).loaded().await
-}
-
-fn direct(socket: &Path) -> Docker {
-    Docker::connect_with_unix(
-        socket.to_str().expect("utf-8 socket path"),
-        30,
-        bollard::API_DEFAULT_VERSION,
-    )
-    .expect("engine")
 }
 
 fn budget() -> Budget {
@@ -74,68 +56,58 @@ async fn a_labelled_volume_is_created_inspected_and_removed_through_the_capabili
     )
     .await;
     let allocation = reference(&owner);
+    // Each kind acts in its GetInfo.
+    let get_info = |kind: &str, allocation: Reference| {
+        host.kind(kind)
+            .expect("a loaded kind")
+            .get_info(allocation, budget())
+    };
 
-    let created = host
-        .kind("creator")
-        .expect("a loaded kind")
-        .get_info(allocation.clone(), budget())
+    let created = get_info("creator", allocation.clone())
         .await
         .expect("volume created");
     assert_eq!(created.provider_id.as_deref(), Some(volume.as_str()));
     assert_eq!(created.reference, allocation);
 
-    let seen = direct(&socket)
+    let seen = engine_client(&socket)
         .inspect_volume(&volume)
         .await
         .expect("volume exists on the engine");
-    let labels = seen.labels;
-    assert_eq!(
-        labels.get("io.oac.installation").map(String::as_str),
-        Some(INSTALLATION)
-    );
-    assert_eq!(
-        labels.get("io.oac.tenant").map(String::as_str),
-        Some("tenant")
-    );
-    assert_eq!(
-        labels.get("io.oac.environment").map(String::as_str),
-        Some("env")
-    );
-    assert_eq!(
-        labels.get("io.oac.allocation").map(String::as_str),
-        Some(owner.as_str())
-    );
+    for (key, value) in [
+        ("io.oac.installation", INSTALLATION),
+        ("io.oac.tenant", "tenant"),
+        ("io.oac.environment", "env"),
+        ("io.oac.allocation", owner.as_str()),
+    ] {
+        assert_eq!(
+            seen.labels.get(key).map(String::as_str),
+            Some(value),
+            "{key}"
+        );
+    }
 
-    let inspected = host
-        .kind("inspector")
-        .expect("a loaded kind")
-        .get_info(allocation.clone(), budget())
+    let inspected = get_info("inspector", allocation.clone())
         .await
         .expect("owned volume inspected");
     assert_eq!(inspected.provider_id.as_deref(), Some(volume.as_str()));
     assert_eq!(
-        host.kind("inspector")
-            .expect("a loaded kind")
-            .get_info(reference("alloc-2"), budget())
-            .await,
+        get_info("inspector", reference("alloc-2")).await,
         Err(Error::Ownership),
         "another allocation does not own it"
     );
 
-    host.kind("remover")
-        .expect("a loaded kind")
-        .get_info(allocation.clone(), budget())
+    get_info("remover", allocation.clone())
         .await
         .expect("owned volume removed");
     assert!(
-        direct(&socket).inspect_volume(&volume).await.is_err(),
+        engine_client(&socket)
+            .inspect_volume(&volume)
+            .await
+            .is_err(),
         "volume is gone"
     );
     assert_eq!(
-        host.kind("inspector")
-            .expect("a loaded kind")
-            .get_info(allocation, budget())
-            .await,
+        get_info("inspector", allocation).await,
         Err(Error::NotFound)
     );
 }
@@ -146,19 +118,8 @@ async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
         return;
     };
     let volume = unique("oac-foreign");
-    let engine = direct(&socket);
-    let foreign = bollard::models::VolumeCreateRequest {
-        name: Some(volume.clone()),
-        labels: Some(
-            [(
-                "io.oac.installation".to_string(),
-                "someone-else".to_string(),
-            )]
-            .into(),
-        ),
-        ..Default::default()
-    };
-    engine.create_volume(foreign).await.expect("foreign volume");
+    let engine = engine_client(&socket);
+    create_foreign_volume(&engine, &volume).await;
     let host = host(
         &socket,
         &[(
@@ -178,13 +139,7 @@ async fn a_foreign_volume_on_a_real_engine_is_never_removed() {
         engine.inspect_volume(&volume).await.is_ok(),
         "foreign volume untouched"
     );
-    engine
-        .remove_volume(
-            &volume,
-            None::<bollard::query_parameters::RemoveVolumeOptions>,
-        )
-        .await
-        .expect("cleanup");
+    remove_volume(&engine, &volume).await;
 }
 
 #[tokio::test]
@@ -291,7 +246,7 @@ async fn injected_faults_act_at_the_capability_boundary() {
     let Some(socket) = engine_socket("capability faults") else {
         return;
     };
-    let engine = direct(&socket);
+    let engine = engine_client(&socket);
 
     let allocation = unique("fault-before");
     let volume = home_volume(&allocation);
@@ -316,13 +271,7 @@ async fn injected_faults_act_at_the_capability_boundary() {
             engine.inspect_volume(&volume).await.is_ok(),
             "{fault:?}: the request took effect"
         );
-        engine
-            .remove_volume(
-                &volume,
-                None::<bollard::query_parameters::RemoveVolumeOptions>,
-            )
-            .await
-            .expect("cleanup");
+        remove_volume(&engine, &volume).await;
     }
 }
 
@@ -333,13 +282,10 @@ async fn injected_faults_act_at_the_capability_boundary() {
 /// exec runs as the runtime user too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
-    let Some(socket) = engine_socket("policy from inside") else {
+    let Some(fresh) = Fresh::on_engine("policy from inside", "hostile").await else {
         return;
     };
-    let engine = direct(&socket);
-    let image = runtime_image_id(&engine).await;
-    let allocation = unique("hostile");
-    let container = names_of(&allocation).container;
+    let container = fresh.names().container;
     let probe = "id -u; id -g; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; \
                  grep ' /proc/sys ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1; \
                  touch /rootfs-probe 2>/dev/null && echo root-writable || echo root-read-only";
@@ -349,8 +295,8 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
         "cmd": ["sleep", "600"],
         "args": ["sh", "-c", probe],
     });
-    let answer = steered_on(&socket, &image, steering, &allocation).await;
-    remove_containers(&engine, &[container]).await;
+    let answer = fresh.steered(steering).await;
+    remove_containers(&fresh.engine, &[container]).await;
     let seen = answer.expect("ran").provider_id.expect("stdout");
     let lines: Vec<Vec<&str>> = seen
         .lines()
@@ -381,14 +327,11 @@ async fn a_component_that_asks_for_nothing_still_runs_under_the_policy() {
 /// refused, and the read-only root never sees the file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_never_follows_a_planted_link() {
-    let Some(socket) = engine_socket("planted link") else {
+    let Some(fresh) = Fresh::on_engine("planted link", "planted").await else {
         return;
     };
-    let engine = direct(&socket);
-    let image = runtime_image_id(&engine).await;
-    let allocation = unique("planted");
-    let container = names_of(&allocation).container;
-    let volume = home_volume(&allocation);
+    let (engine, container) = (&fresh.engine, fresh.names().container);
+    let volume = home_volume(&fresh.allocation);
     let entry = |path: &str, kind: tar::EntryType, mode: u32, data: &[u8]| {
         let mut archive = tar::Builder::new(Vec::new());
         let mut header = tar::Header::new_gnu();
@@ -418,7 +361,7 @@ async fn an_upload_never_follows_a_planted_link() {
         "path": "/data/w/x",
         "archive": archive,
     });
-    let answer = steered_on(&socket, &image, steering, &allocation).await;
+    let answer = fresh.steered(steering).await;
     // The allocation's one container is now the second, never started:
     // start it here, outside the host, to look at its root.
     let _ = engine
@@ -427,8 +370,8 @@ async fn an_upload_never_follows_a_planted_link() {
             None::<bollard::query_parameters::StartContainerOptions>,
         )
         .await;
-    let etc = engine_exec(&engine, &container, "ls /etc/oac-pwned 2>&1; echo $?").await;
-    remove_containers(&engine, std::slice::from_ref(&container)).await;
+    let (_, etc) = engine_sh(engine, &container, "ls /etc/oac-pwned 2>&1; echo $?").await;
+    remove_containers(engine, std::slice::from_ref(&container)).await;
     let _ = engine
         .remove_volume(
             &volume,
@@ -449,65 +392,46 @@ async fn an_upload_never_follows_a_planted_link() {
     );
 }
 
-/// Runs `script` in `container` straight on the engine (as root, outside
-/// the host): what is really there.
-async fn engine_exec(engine: &Docker, container: &str, script: &str) -> String {
-    use bollard::exec::{CreateExecOptions, StartExecResults};
-    use futures_util::StreamExt;
-    let exec = engine
-        .create_exec(
-            container,
-            CreateExecOptions {
-                cmd: Some(vec!["sh", "-c", script]),
-                attach_stdout: Some(true),
-                attach_stderr: Some(true),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("exec");
-    let mut text = String::new();
-    if let Ok(StartExecResults::Attached { mut output, .. }) =
-        engine.start_exec(&exec.id, None).await
-    {
-        while let Some(Ok(chunk)) = output.next().await {
-            text.push_str(&chunk.to_string());
-        }
+/// A fresh allocation on the real engine, the runtime image imported, for
+/// steering the component under the policy without nesting.
+struct Fresh {
+    socket: std::path::PathBuf,
+    engine: bollard::Docker,
+    image: String,
+    allocation: String,
+}
+
+impl Fresh {
+    /// `None`: no engine, the test is skipped.
+    async fn on_engine(test: &str, prefix: &str) -> Option<Self> {
+        let socket = engine_socket(test)?;
+        let engine = engine_client(&socket);
+        let image = runtime_image_id(&engine).await;
+        Some(Self {
+            socket,
+            engine,
+            image,
+            allocation: unique(prefix),
+        })
     }
-    text
-}
 
-/// One GetInfo of the steerable kind steered by `steering`, for allocation
-/// `allocation`, on the real engine under the policy without nesting.
-async fn steered_on(
-    socket: &Path,
-    image: &str,
-    steering: serde_json::Value,
-    allocation: &str,
-) -> Result<sandbox_host::types::Info, Error> {
-    let mut binding = binding(Some(socket.to_path_buf()), steering);
-    binding.docker.policy = Some(policy_with(image, &seccomp_profile(), false));
-    let host = TestHost::one(steerable("steerable"), binding)
-        .loaded()
-        .await;
-    host.kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(allocation), budget())
-        .await
-}
+    fn names(&self) -> AllocationNames {
+        names_of(&self.allocation)
+    }
 
-/// Removes the containers `names`, running or not (test cleanup).
-async fn remove_containers(engine: &Docker, names: &[String]) {
-    for name in names {
-        let _ = engine
-            .remove_container(
-                name,
-                Some(
-                    bollard::query_parameters::RemoveContainerOptionsBuilder::default()
-                        .force(true)
-                        .build(),
-                ),
-            )
+    /// One GetInfo of the steerable kind steered by `steering`.
+    async fn steered(
+        &self,
+        steering: serde_json::Value,
+    ) -> Result<sandbox_host::types::Info, Error> {
+        let mut binding = binding(Some(self.socket.clone()), steering);
+        binding.docker.policy = Some(policy_with(&self.image, &seccomp_profile(), false));
+        let host = TestHost::one(steerable("steerable"), binding)
+            .loaded()
             .await;
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .get_info(reference(&self.allocation), budget())
+            .await
     }
 }

@@ -77,8 +77,7 @@ impl World {
     }
 
     async fn around(fake: FakeE2b) -> Self {
-        let state = tempfile::tempdir().expect("tempdir");
-        let store = ReceiptStore::open(state.path()).expect("store");
+        let (state, store) = receipt_store();
         let host = load(&fake, &store).await;
         World {
             fake,
@@ -127,11 +126,25 @@ fn command(args: &[&str], stdin: Option<Vec<u8>>) -> Command {
     }
 }
 
-fn posts(fake: &FakeE2b) -> usize {
+/// How many requests the fake got whose line ends with `tail`.
+fn sent(fake: &FakeE2b, tail: &str) -> usize {
     fake.requests()
         .iter()
-        .filter(|request| *request == "POST api /sandboxes")
+        .filter(|request| request.ends_with(tail))
         .count()
+}
+
+/// Creates sent: `POST /sandboxes`.
+fn posts(fake: &FakeE2b) -> usize {
+    sent(fake, "POST api /sandboxes")
+}
+
+/// A node serving the E2B kind bound to `fake`, keeping receipts in
+/// `store`.
+async fn served(fake: &FakeE2b, store: &ReceiptStore) -> TestNode {
+    TestNode::builder(std::sync::Arc::new(load(fake, store).await))
+        .start()
+        .await
 }
 
 #[tokio::test]
@@ -207,12 +220,7 @@ async fn one_allocation_lives_and_dies_through_the_e2b_kind() {
     let renewed = kind.renew(reference("a"), budget()).await.expect("renewed");
     assert_eq!(renewed.provider_id.as_deref(), Some(id.as_str()));
 
-    let sendinputs = || {
-        fake.requests()
-            .iter()
-            .filter(|request| request.ends_with("/process.Process/SendInput"))
-            .count()
-    };
+    let sendinputs = || sent(fake, "/process.Process/SendInput");
     let before = sendinputs();
     let stdin: Vec<u8> = (0..200 * 1024).map(|i| (i % 251) as u8).collect();
     let echoed = kind
@@ -437,12 +445,11 @@ async fn a_sandbox_that_ends_early_is_settled_absence_and_a_reset_stream_is_unkn
         Err(Error::CommandUnconfirmed),
         "a stream that stops without its end is an unknown outcome"
     );
-    let starts = fake
-        .requests()
-        .iter()
-        .filter(|request| request.ends_with("/process.Process/Start"))
-        .count();
-    assert_eq!(starts, 2, "the init and the one command, never resent");
+    assert_eq!(
+        sent(fake, "/process.Process/Start"),
+        2,
+        "the init and the one command, never resent"
+    );
 
     assert!(fake.vanish(&id), "the lease ran out early");
     assert_eq!(
@@ -598,15 +605,12 @@ async fn observation_discovery_and_verification_read_e2b() {
 /// records), and Kill ends the allocation with settled absence.
 #[tokio::test]
 async fn through_a_node_settlement_survives_a_restart_and_kill_succeeds() {
-    use crate::support::node::TestNode;
     use sandbox_host::provider::SandboxProvider;
     let fake = FakeE2b::start().await.expect("fake E2B");
     let dir = tempfile::tempdir().expect("tempdir");
     let id = {
         let store = ReceiptStore::open(dir.path()).expect("store");
-        let node = TestNode::builder(std::sync::Arc::new(load(&fake, &store).await))
-            .start()
-            .await;
+        let node = served(&fake, &store).await;
         let proxy = node.proxy("e2b").await;
         let created = proxy
             .create(bootstrap("a"), budget())
@@ -617,9 +621,7 @@ async fn through_a_node_settlement_survives_a_restart_and_kill_succeeds() {
         created.provider_id.expect("id")
     };
     let store = ReceiptStore::open(dir.path()).expect("reopened");
-    let node = TestNode::builder(std::sync::Arc::new(load(&fake, &store).await))
-        .start()
-        .await;
+    let node = served(&fake, &store).await;
     let proxy = node.proxy("e2b").await;
     let info = proxy
         .get_info(reference("a"), budget())
@@ -681,12 +683,7 @@ async fn a_renewal_the_teams_maximum_keeps_short_is_not_a_renewal() {
         ),
         other => panic!("a renewal that did not move the end: {other:?}"),
     }
-    let timeouts = fake
-        .requests()
-        .iter()
-        .filter(|request| request.ends_with("/timeout"))
-        .count();
-    assert_eq!(timeouts, 2, "each renewal sent once");
+    assert_eq!(sent(fake, "/timeout"), 2, "each renewal sent once");
 }
 
 /// envd refuses a command whose directory is missing before starting a
@@ -698,12 +695,7 @@ async fn a_command_envd_refuses_before_starting_is_invalid_and_sent_once() {
     let world = World::start().await;
     let (fake, kind) = (&world.fake, world.kind());
     world.created("a").await;
-    let starts = || {
-        fake.requests()
-            .iter()
-            .filter(|request| request.ends_with("/process.Process/Start"))
-            .count()
-    };
+    let starts = || sent(fake, "/process.Process/Start");
     let before = starts();
     let mut elsewhere = command(&["echo", "never"], None);
     elsewhere.directory = Some("/no/such/directory".into());

@@ -5,7 +5,7 @@
 //! steerable component plays the hostile adapter, through real Wasm.
 
 use crate::support::*;
-use sandbox_host::types::{Bootstrap, Error, Info, LifecycleState, NetworkAccess, Reference};
+use sandbox_host::types::{Bootstrap, Error, Failure, Info, LifecycleState, Reference};
 use sandbox_host::{Host, ReceiptStore, Registration};
 use serde_json::{Value, json};
 
@@ -14,16 +14,7 @@ fn reference(allocation: &str) -> Reference {
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
-    Bootstrap {
-        reference: reference(allocation),
-        session_id: "session".into(),
-        device_id: "device-1".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: "daemon-credential-0123".into(),
-        harness: "harness-a".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: vec![],
-    }
+    sandbox_host::testing::bootstrap(reference(allocation), "daemon-credential-0123")
 }
 
 /// The direct steerable test row (receipts granted).
@@ -52,13 +43,14 @@ async fn get_info(store: &ReceiptStore, steering: Value, allocation: &str) -> Re
         .await
 }
 
-/// Creates `allocation` on the direct kind steered by `steering`.
-async fn create(
+/// Creates `allocation` on the direct kind steered by `steering`, within
+/// `ms`.
+async fn create_within(
     store: &ReceiptStore,
     steering: Value,
     allocation: &str,
     ms: u32,
-) -> Result<Info, sandbox_host::types::Failure> {
+) -> Result<Info, Failure> {
     on(store, steering)
         .await
         .kind("recorded")
@@ -67,8 +59,20 @@ async fn create(
         .await
 }
 
-fn store() -> ReceiptStore {
-    ReceiptStore::open(&tempfile::tempdir().expect("dir").keep()).expect("store")
+/// [`create_within`] 5 s.
+async fn create(store: &ReceiptStore, steering: Value, allocation: &str) -> Result<Info, Failure> {
+    create_within(store, steering, allocation, 5_000).await
+}
+
+/// Creates allocation `refused`, which the component refuses at once:
+/// settled absence, which the host records.
+async fn refused_create(store: &ReceiptStore) -> Result<Info, Failure> {
+    create(
+        store,
+        json!({ "action": "failure-settled-absent" }),
+        "refused",
+    )
+    .await
 }
 
 /// The attack: a Create writes its "pending" receipt and never answers
@@ -78,8 +82,8 @@ fn store() -> ReceiptStore {
 /// GetInfo planted itself.
 #[tokio::test]
 async fn a_components_own_receipt_is_no_evidence() {
-    let store = store();
-    let crashed = create(&store, json!({ "action": "receipt-then-loop" }), "a", 300).await;
+    let (_dir, store) = receipt_store();
+    let crashed = create_within(&store, json!({ "action": "receipt-then-loop" }), "a", 300).await;
     assert_eq!(crashed.map_err(|f| f.error), Err(Error::ComputeUnconfirmed));
     let claimed = get_info(&store, json!({ "action": "receipt-settled-absence" }), "a").await;
     assert_eq!(
@@ -100,15 +104,8 @@ async fn a_components_own_receipt_is_no_evidence() {
 /// What a Create answered settled is what later claims must agree with.
 #[tokio::test]
 async fn a_later_claim_stands_on_the_hosts_record_of_the_create_and_agrees_with_it() {
-    let store = store();
-    // Create refused at once: settled absence, recorded by the host.
-    let refused = create(
-        &store,
-        json!({ "action": "failure-settled-absent" }),
-        "refused",
-        5_000,
-    )
-    .await;
+    let (_dir, store) = receipt_store();
+    let refused = refused_create(&store).await;
     assert!(
         matches!(&refused, Err(f) if f.info.as_ref().is_some_and(|i| i.create_settled)),
         "{refused:?}"
@@ -133,14 +130,9 @@ async fn a_later_claim_stands_on_the_hosts_record_of_the_create_and_agrees_with_
     );
 
     // Create ended with compute `native-1`, settled.
-    let created = create(
-        &store,
-        json!({ "action": "settle-on-observation" }),
-        "made",
-        5_000,
-    )
-    .await
-    .expect("created, settled");
+    let created = create(&store, json!({ "action": "settle-on-observation" }), "made")
+        .await
+        .expect("created, settled");
     assert_eq!(created.provider_id.as_deref(), Some("native-1"));
     let again = get_info(&store, json!({ "action": "settle-on-observation" }), "made")
         .await
@@ -155,14 +147,9 @@ async fn the_record_survives_reopening_the_store() {
     let dir = tempfile::tempdir().expect("dir").keep();
     {
         let store = ReceiptStore::open(&dir).expect("store");
-        create(
-            &store,
-            json!({ "action": "settle-on-observation" }),
-            "kept",
-            5_000,
-        )
-        .await
-        .expect("created");
+        create(&store, json!({ "action": "settle-on-observation" }), "kept")
+            .await
+            .expect("created");
     }
     let store = ReceiptStore::open(&dir).expect("reopened");
     let info = get_info(&store, json!({ "action": "settle-on-observation" }), "kept")
@@ -225,14 +212,8 @@ async fn kill_absence_is_checked_on_the_engine() {
 async fn through_a_node_a_claim_stands_on_the_same_record() {
     use crate::support::node::TestNode;
     use sandbox_host::provider::SandboxProvider;
-    let store = store();
-    let refused = create(
-        &store,
-        json!({ "action": "failure-settled-absent" }),
-        "refused",
-        5_000,
-    )
-    .await;
+    let (_dir, store) = receipt_store();
+    let refused = refused_create(&store).await;
     assert!(refused.is_err(), "settled absence, recorded");
     let host = on(&store, json!({ "action": "receipt-settled-absence" })).await;
     let node = TestNode::builder(std::sync::Arc::new(host)).start().await;

@@ -7,7 +7,6 @@
 //! in `docker_engine.rs`.
 
 use crate::support::*;
-use bollard::Docker;
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
 use sandbox_host::types::{Error, Reference};
@@ -94,15 +93,6 @@ async fn create_box(engine: &FakeDockerEngine) -> String {
     .expect("created")
 }
 
-fn direct(engine: &FakeDockerEngine) -> Docker {
-    Docker::connect_with_unix(
-        engine.socket().to_str().expect("path"),
-        10,
-        bollard::API_DEFAULT_VERSION,
-    )
-    .expect("client")
-}
-
 /// A tar with one entry, written from raw headers so any type, mode, owner
 /// or path can be asked for.
 fn tar_with(path: &str, kind: tar::EntryType, mode: u32, owner: u64) -> Vec<u8> {
@@ -129,6 +119,7 @@ fn tar_with(path: &str, kind: tar::EntryType, mode: u32, owner: u64) -> Vec<u8> 
 
 #[tokio::test]
 async fn requests_the_contract_forbids_are_invalid_before_any_request() {
+    use tar::EntryType::{Block, Char, Fifo, Regular, Symlink};
     let engine = fake_engine().await;
     let create = |extra: Value| {
         let mut steering = json!({ "action": "container-create" });
@@ -170,35 +161,17 @@ async fn requests_the_contract_forbids_are_invalid_before_any_request() {
         json!({ "action": "volume-create", "volume": "/etc" }),
         json!({ "action": "volume-inspect", "volume": "../volumes" }),
         json!({ "action": "volume-remove", "volume": "x" }),
-        upload(
-            "relative",
-            tar_with("f", tar::EntryType::Regular, 0o600, 1000),
-        ),
-        upload(
-            "/home/../etc",
-            tar_with("f", tar::EntryType::Regular, 0o600, 1000),
-        ),
+        upload("relative", tar_with("f", Regular, 0o600, 1000)),
+        upload("/home/../etc", tar_with("f", Regular, 0o600, 1000)),
         upload("/home", vec![7; 900]),
-        upload(
-            "/home",
-            tar_with("suid", tar::EntryType::Regular, 0o4755, 1000),
-        ),
-        upload(
-            "/home",
-            tar_with("sgid", tar::EntryType::Regular, 0o2755, 1000),
-        ),
-        upload("/home", tar_with("kmsg", tar::EntryType::Char, 0o600, 1000)),
-        upload("/home", tar_with("sda", tar::EntryType::Block, 0o600, 1000)),
-        upload("/home", tar_with("fifo", tar::EntryType::Fifo, 0o600, 1000)),
-        upload(
-            "/home",
-            tar_with("link", tar::EntryType::Symlink, 0o777, 1000),
-        ),
-        upload("/home", tar_with("root", tar::EntryType::Regular, 0o600, 0)),
-        upload(
-            "/home",
-            tar_with("../up", tar::EntryType::Regular, 0o600, 1000),
-        ),
+        upload("/home", tar_with("suid", Regular, 0o4755, 1000)),
+        upload("/home", tar_with("sgid", Regular, 0o2755, 1000)),
+        upload("/home", tar_with("kmsg", Char, 0o600, 1000)),
+        upload("/home", tar_with("sda", Block, 0o600, 1000)),
+        upload("/home", tar_with("fifo", Fifo, 0o600, 1000)),
+        upload("/home", tar_with("link", Symlink, 0o777, 1000)),
+        upload("/home", tar_with("root", Regular, 0o600, 0)),
+        upload("/home", tar_with("../up", Regular, 0o600, 1000)),
     ];
     for steering in cases {
         let answer = attempt(&engine, steering.clone()).await;
@@ -215,7 +188,7 @@ async fn requests_the_contract_forbids_are_invalid_before_any_request() {
 async fn a_container_that_asks_for_nothing_gets_the_whole_policy() {
     let engine = fake_engine().await;
     let id = create_box(&engine).await;
-    let inspected = direct(&engine)
+    let inspected = engine_client(engine.socket())
         .inspect_container(&id, None)
         .await
         .expect("inspect");
@@ -483,7 +456,7 @@ async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
             requests.iter().all(|request| !request.contains(&foreign)),
             "{action}: the foreign container was named: {requests:?} (before {previous:?})"
         );
-        let status = direct(&engine)
+        let status = engine_client(engine.socket())
             .inspect_container(&a_box(), None)
             .await
             .expect("the foreign container is still there")
@@ -495,7 +468,7 @@ async fn follow_ups_name_the_full_id_the_ownership_check_saw() {
             "{action}: the foreign container was never started"
         );
         // Put one of ours back under the name for the next action.
-        direct(&engine)
+        engine_client(engine.socket())
             .remove_container(
                 &a_box(),
                 None::<bollard::query_parameters::RemoveContainerOptions>,
@@ -875,25 +848,11 @@ mod hostile_engine {
 
     impl HostileEngine {
         pub(super) async fn start(inspect: String) -> Self {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let socket = dir.path().join("hostile.sock");
-            let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
             let sent = Arc::new(AtomicU64::new(0));
             let (inspect, counter) = (Arc::new(inspect), sent.clone());
-            tokio::spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
-                    let (inspect, counter) = (inspect.clone(), counter.clone());
-                    tokio::spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let (inspect, counter) = (inspect.clone(), counter.clone());
-                            async move { Ok::<_, Infallible>(answer(request, inspect, counter).await) }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .with_upgrades()
-                            .await;
-                    });
-                }
+            let (socket, dir) = crate::support::serve_unix("hostile.sock", move |request| {
+                let (inspect, counter) = (inspect.clone(), counter.clone());
+                async move { Ok::<_, Infallible>(answer(request, inspect, counter).await) }
             });
             Self {
                 socket,
@@ -1047,6 +1006,14 @@ async fn an_observation_changes_nothing() {
         steering["declaration"] = json!("observing");
         steering
     };
+    // A batch observation of `a` by the kind observing with `action`.
+    let batch = async |action: Value| {
+        let host = steered(&engine, INSTALLATION, observing(action), None).await;
+        host.kind("steerable")
+            .expect("a loaded kind")
+            .observe_batch(targets(), budget())
+            .await
+    };
     for action in [
         json!({ "action": "container-start", "container": a_box() }),
         json!({ "action": "container-remove", "container": a_box() }),
@@ -1057,12 +1024,7 @@ async fn an_observation_changes_nothing() {
         json!({ "action": "volume-create", "volume": names("a").volumes[1].1 }),
         json!({ "action": "container-create", "container": a_box() }),
     ] {
-        let host = steered(&engine, INSTALLATION, observing(action.clone()), None).await;
-        let answer = host
-            .kind("steerable")
-            .expect("a loaded kind")
-            .observe_batch(targets(), budget())
-            .await;
+        let answer = batch(action.clone()).await;
         assert_eq!(answer, Ok(vec![Err(Error::Invalid)]), "{action}");
         assert_eq!(
             engine.requests(),
@@ -1071,18 +1033,7 @@ async fn an_observation_changes_nothing() {
         );
     }
     assert_eq!(engine.containers(), vec![a_box()]);
-    let reader = steered(
-        &engine,
-        INSTALLATION,
-        observing(json!({ "action": "container-inspect", "container": a_box() })),
-        None,
-    )
-    .await;
-    let read = reader
-        .kind("steerable")
-        .expect("a loaded kind")
-        .observe_batch(targets(), budget())
-        .await;
+    let read = batch(json!({ "action": "container-inspect", "container": a_box() })).await;
     assert!(matches!(read.as_deref(), Ok([Ok(_)])), "a read: {read:?}");
     let single = steered(
         &engine,

@@ -2,9 +2,8 @@
 //! follows a redirect, and sends nothing for a denied request.
 
 use crate::support::*;
-use sandbox_host::registry::Grants;
-use sandbox_host::types::{Error, Reference};
-use sandbox_host::{Budget, Registration};
+use sandbox_host::Registration;
+use sandbox_host::types::Error;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 
@@ -32,14 +31,7 @@ async fn get(allowed: &str, url: &str) -> Result<sandbox_host::types::Info, Erro
 /// credential there.
 fn fetcher(origin: &str) -> Registration {
     Registration {
-        grants: Grants {
-            docker: false,
-            http_origins: vec![origin.to_string()],
-            credential_origins: vec![origin.to_string()],
-            receipts: false,
-            microsandbox: false,
-            http_endpoint: None,
-        },
+        grants: http_grants(origin),
         credential_fields: vec!["api_key".into(), "team".into()],
         ..steerable("fetcher")
     }
@@ -55,21 +47,28 @@ async fn fetcher_info(
     let mut binding = binding(None, steering);
     binding.credential = credential.map(Into::into);
     let host = TestHost::one(fetcher(allowed), binding).loaded().await;
-    let allocation = Reference::new("t", "e", "a");
     host.kind("fetcher")
         .expect("a loaded kind")
-        .get_info(allocation, Budget::from_millis(10_000).expect("budget"))
+        .get_info(reference(), budget(10_000))
         .await
+}
+
+/// Gets `path` from an allowlisted [`server`], which must answer: the
+/// status the component saw, and the paths the server recorded.
+async fn get_allowed(path: &str) -> (Option<String>, Vec<String>) {
+    let (origin, seen) = server().await;
+    let info = get(&origin, &format!("{origin}{path}"))
+        .await
+        .expect("request succeeds");
+    let seen = seen.lock().expect("lock").clone();
+    (info.provider_id, seen)
 }
 
 #[tokio::test]
 async fn an_allowlisted_origin_is_reached() {
-    let (origin, seen) = server().await;
-    let info = get(&origin, &format!("{origin}/hello"))
-        .await
-        .expect("request succeeds");
-    assert_eq!(info.provider_id.as_deref(), Some("200"));
-    assert_eq!(*seen.lock().expect("lock"), vec!["/hello".to_string()]);
+    let (status, seen) = get_allowed("/hello").await;
+    assert_eq!(status.as_deref(), Some("200"));
+    assert_eq!(seen, vec!["/hello".to_string()]);
 }
 
 #[tokio::test]
@@ -90,12 +89,9 @@ async fn an_origin_off_the_list_is_denied_before_any_request() {
 
 #[tokio::test]
 async fn redirects_are_returned_not_followed() {
-    let (origin, seen) = server().await;
-    let info = get(&origin, &format!("{origin}/redirect"))
-        .await
-        .expect("response");
-    assert_eq!(info.provider_id.as_deref(), Some("302"));
-    assert_eq!(*seen.lock().expect("lock"), vec!["/redirect".to_string()]);
+    let (status, seen) = get_allowed("/redirect").await;
+    assert_eq!(status.as_deref(), Some("302"));
+    assert_eq!(seen, vec!["/redirect".to_string()]);
 }
 
 /// An observation only reads: a POST from a batch or a single one is
@@ -105,14 +101,7 @@ async fn observations_send_only_reads() {
     use sandbox_host::types::Target;
     let (origin, seen) = server().await;
     let registration = Registration {
-        grants: Grants {
-            docker: false,
-            http_origins: vec![origin.clone()],
-            credential_origins: vec![origin.clone()],
-            receipts: false,
-            microsandbox: false,
-            http_endpoint: None,
-        },
+        grants: http_grants(&origin),
         ..steerable("observer")
     };
     let steering = json!({ "declaration": "observing", "action": "http-post",
@@ -122,10 +111,10 @@ async fn observations_send_only_reads() {
         .await;
     let kind = host.kind("observer").expect("a loaded kind");
     let target = Target {
-        reference: Reference::new("t", "e", "a"),
+        reference: reference(),
         provider_id: None,
     };
-    let budget = Budget::from_millis(10_000).expect("budget");
+    let budget = budget(10_000);
     assert_eq!(
         kind.observe_batch(vec![target.clone()], budget)
             .await
@@ -274,56 +263,72 @@ async fn the_host_fills_in_the_credential_from_its_field_and_strips_the_markers(
     }
 }
 
-#[tokio::test]
-async fn a_credential_the_host_cannot_fill_in_sends_nothing() {
+/// Each case (what it is, the credential the kind holds, how `http-fetch`
+/// is steered, given `/record`'s URL on a [`policy_server`]) is denied, and
+/// nothing reaches the server.
+async fn all_denied(cases: impl FnOnce(&str) -> Vec<(String, Option<&str>, serde_json::Value)>) {
     let (origin, seen) = policy_server().await;
-    let url = format!("{origin}/record");
-    for (credential, field) in [
-        (Some(CREDENTIAL), Some("missing")),
-        (None, Some("api_key")),
-        (None, None),
-    ] {
-        let steering = json!({"action": "http-fetch", "url": url,
-                              "credential_header": "x-api-key", "credential_field": field});
+    for (case, credential, steering) in cases(&format!("{origin}/record")) {
         assert_eq!(
             fetch(&origin, credential, steering).await,
             "error:Denied",
-            "{credential:?} {field:?}"
+            "{case}"
         );
     }
     assert!(seen.lock().expect("lock").is_empty(), "nothing sent");
 }
 
 #[tokio::test]
+async fn a_credential_the_host_cannot_fill_in_sends_nothing() {
+    all_denied(|url| {
+        [
+            (Some(CREDENTIAL), Some("missing")),
+            (None, Some("api_key")),
+            (None, None),
+        ]
+        .into_iter()
+        .map(|(credential, field)| {
+            let steering = json!({"action": "http-fetch", "url": url,
+                                  "credential_header": "x-api-key", "credential_field": field});
+            (format!("{credential:?} {field:?}"), credential, steering)
+        })
+        .collect()
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn reserved_headers_are_denied_also_as_the_credential_header() {
-    let (origin, seen) = policy_server().await;
-    let url = format!("{origin}/record");
-    for name in [
-        "Host",
-        "Connection",
-        "Keep-Alive",
-        "Transfer-Encoding",
-        "TE",
-        "Trailer",
-        "Upgrade",
-        "Expect",
-        "Proxy-Authorization",
-        "Proxy-Connection",
-    ] {
-        let as_header = json!({"action": "http-fetch", "url": url, "headers": [[name, "x"]]});
-        assert_eq!(
-            fetch(&origin, Some(CREDENTIAL), as_header).await,
-            "error:Denied",
-            "{name} as a header"
-        );
-        let as_credential = json!({"action": "http-fetch", "url": url, "credential_header": name});
-        assert_eq!(
-            fetch(&origin, Some(CREDENTIAL), as_credential).await,
-            "error:Denied",
-            "{name} as the credential header"
-        );
-    }
-    assert!(seen.lock().expect("lock").is_empty(), "nothing sent");
+    all_denied(|url| {
+        [
+            "Host",
+            "Connection",
+            "Keep-Alive",
+            "Transfer-Encoding",
+            "TE",
+            "Trailer",
+            "Upgrade",
+            "Expect",
+            "Proxy-Authorization",
+            "Proxy-Connection",
+        ]
+        .into_iter()
+        .flat_map(|name| {
+            let as_header = json!({"action": "http-fetch", "url": url, "headers": [[name, "x"]]});
+            let as_credential =
+                json!({"action": "http-fetch", "url": url, "credential_header": name});
+            [
+                (format!("{name} as a header"), Some(CREDENTIAL), as_header),
+                (
+                    format!("{name} as the credential header"),
+                    Some(CREDENTIAL),
+                    as_credential,
+                ),
+            ]
+        })
+        .collect()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -356,19 +361,10 @@ async fn post(origin: &str, body: String) -> String {
     let mut binding = binding(None, steering);
     binding.credential = Some(CREDENTIAL.into());
     let host = TestHost::one(fetcher(origin), binding).loaded().await;
-    let bootstrap = sandbox_host::types::Bootstrap {
-        reference: Reference::new("t", "e", "a"),
-        session_id: "s".into(),
-        device_id: "d".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: "daemon-secret".into(),
-        harness: "h".into(),
-        network_access: sandbox_host::types::NetworkAccess::Disabled,
-        allowed_domains: vec![],
-    };
+    let bootstrap = sandbox_host::testing::bootstrap(reference(), "daemon-secret");
     host.kind("fetcher")
         .expect("a loaded kind")
-        .create(bootstrap, Budget::from_millis(30_000).expect("budget"))
+        .create(bootstrap, budget(30_000))
         .await
         .expect("answered")
         .provider_id

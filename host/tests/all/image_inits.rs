@@ -8,45 +8,11 @@
 use crate::support::*;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
-};
-use futures_util::StreamExt;
+use bollard::query_parameters::{CreateContainerOptionsBuilder, UploadToContainerOptionsBuilder};
 
 const E2B_INIT: &str = include_str!("../../../plugins/e2b/template/oac-e2b-init");
 const MICROSANDBOX_INIT: &str =
     include_str!("../../../plugins/microsandbox/image/oac-microsandbox-init");
-
-/// Runs `script` with `sh -c` as root; its exit code and stdout.
-async fn sh(engine: &Docker, container: &str, script: &str) -> (i64, String) {
-    let exec = engine
-        .create_exec(
-            container,
-            bollard::models::ExecConfig {
-                cmd: Some(vec!["sh".into(), "-c".into(), script.into()]),
-                user: Some("0".into()),
-                attach_stdout: Some(true),
-                attach_stderr: Some(true),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("exec created");
-    let mut stdout = String::new();
-    if let bollard::exec::StartExecResults::Attached { mut output, .. } = engine
-        .start_exec(&exec.id, None)
-        .await
-        .expect("exec started")
-    {
-        while let Some(Ok(chunk)) = output.next().await {
-            if let bollard::container::LogOutput::StdOut { message } = chunk {
-                stdout.push_str(&String::from_utf8_lossy(&message));
-            }
-        }
-    }
-    let inspected = engine.inspect_exec(&exec.id).await.expect("exec inspected");
-    (inspected.exit_code.unwrap_or(-1), stdout)
-}
 
 /// A running container of the test runtime image with `init` installed
 /// as `/usr/local/bin/<file>` (and, with `mounts`, the capability to bind
@@ -106,24 +72,10 @@ async fn container_with(engine: &Docker, file: &str, init: &str, mounts: bool) -
 /// Runs `checks`, then removes the container whatever they found.
 async fn checked(engine: &Docker, id: &str, checks: impl std::future::Future<Output = ()>) {
     let outcome = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(checks)).await;
-    let _ = engine
-        .remove_container(
-            id,
-            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
-        )
-        .await;
+    remove_containers(engine, &[id.to_string()]).await;
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
-}
-
-fn connect(socket: &std::path::Path) -> Docker {
-    Docker::connect_with_unix(
-        socket.to_str().expect("utf-8 socket path"),
-        60,
-        bollard::API_DEFAULT_VERSION,
-    )
-    .expect("engine")
 }
 
 /// The bootstrap record each init is given.
@@ -134,9 +86,9 @@ const RECORD: &str = r#"{"core_url":"https://core.example","daemon_credential":"
 /// 0600 and owned by 1000:1000, one daemon runs as 1000, and a second run
 /// is refused.
 async fn bootstraps_once(engine: &Docker, id: &str, run: &str) {
-    let (code, _) = sh(engine, id, run).await;
+    let (code, _) = engine_sh(engine, id, run).await;
     assert_eq!(code, 0, "the init succeeds");
-    let (_, file) = sh(
+    let (_, file) = engine_sh(
         engine,
         id,
         "stat -c '%a %u %g' /home/runtime/runtime-bootstrap.json; cat /home/runtime/runtime-bootstrap.json",
@@ -146,52 +98,64 @@ async fn bootstraps_once(engine: &Docker, id: &str, run: &str) {
     // The stand-in daemon execs `sleep 2147483647` once it accepted the
     // bootstrap file: the uids of such processes.
     let daemons = "for p in /proc/[0-9]*; do if grep -q '214748364[7]' $p/cmdline 2>/dev/null; then awk '/^Uid:/{print $2}' $p/status; fi; done";
-    let (_, uids) = sh(engine, id, daemons).await;
+    let (_, uids) = engine_sh(engine, id, daemons).await;
     assert_eq!(uids.trim(), "1000", "one daemon, running as 1000");
-    let (again, _) = sh(engine, id, run).await;
+    let (again, _) = engine_sh(engine, id, run).await;
     assert_eq!(again, 65, "a second run is refused");
 }
 
-#[tokio::test]
-async fn the_template_init_bootstraps_once_as_the_runtime_user() {
-    let Some(socket) = engine_socket("e2b template init") else {
+/// On the engine of `test`: a container with the init `file` (`init`'s
+/// text) installed, which `run` runs; checks what every init promises
+/// ([`bootstraps_once`]), then `more` (given the engine and the container),
+/// and removes the container whatever they found.
+async fn init_checked(
+    test: &str,
+    (file, init, mounts): (&str, &str, bool),
+    run: &str,
+    more: impl AsyncFnOnce(&Docker, &str),
+) {
+    let Some(socket) = engine_socket(test) else {
         return;
     };
-    let engine = connect(&socket);
-    let id = container_with(&engine, "oac-e2b-init", E2B_INIT, false).await;
-    let run = format!("printf '%s' '{RECORD}' | oac-e2b-init inst-1 t e alloc-1");
+    let engine = engine_client(&socket);
+    let id = container_with(&engine, file, init, mounts).await;
     let checks = async {
-        bootstraps_once(&engine, &id, &run).await;
-        let (_, ready) = sh(&engine, &id, "cat /run/oac/ready.json").await;
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&ready).expect("ready record"),
-            serde_json::json!({"installation": "inst-1", "tenant": "t",
-                               "environment": "e", "allocation": "alloc-1"})
-        );
-        let (bad, _) = sh(
-            &engine,
-            &id,
-            "rm -rf /run/oac /home/runtime/runtime-bootstrap.json; echo '{}' | oac-e2b-init 'bad name' t e a",
-        )
-        .await;
-        assert_eq!(bad, 64, "an identity part that is not an identifier");
+        bootstraps_once(&engine, &id, run).await;
+        more(&engine, &id).await;
     };
     checked(&engine, &id, checks).await;
 }
 
 #[tokio::test]
+async fn the_template_init_bootstraps_once_as_the_runtime_user() {
+    let init = ("oac-e2b-init", E2B_INIT, false);
+    let run = format!("printf '%s' '{RECORD}' | oac-e2b-init inst-1 t e alloc-1");
+    init_checked("e2b template init", init, &run, async |engine, id| {
+        let (_, ready) = engine_sh(engine, id, "cat /run/oac/ready.json").await;
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&ready).expect("ready record"),
+            serde_json::json!({"installation": "inst-1", "tenant": "t",
+                               "environment": "e", "allocation": "alloc-1"})
+        );
+        let (bad, _) = engine_sh(
+            engine,
+            id,
+            "rm -rf /run/oac /home/runtime/runtime-bootstrap.json; echo '{}' | oac-e2b-init 'bad name' t e a",
+        )
+        .await;
+        assert_eq!(bad, 64, "an identity part that is not an identifier");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn the_microsandbox_init_bootstraps_once_and_binds_the_workspace() {
-    let Some(socket) = engine_socket("microsandbox image init") else {
-        return;
-    };
-    let engine = connect(&socket);
-    let id = container_with(&engine, "oac-microsandbox-init", MICROSANDBOX_INIT, true).await;
+    let init = ("oac-microsandbox-init", MICROSANDBOX_INIT, true);
     let run = format!("printf '%s' '{RECORD}' | oac-microsandbox-init");
-    let checks = async {
-        bootstraps_once(&engine, &id, &run).await;
-        let (_, dirs) = sh(
-            &engine,
-            &id,
+    init_checked("microsandbox image init", init, &run, async |engine, id| {
+        let (_, dirs) = engine_sh(
+            engine,
+            id,
             "stat -c '%n %a %u' /environment/workspace /environment/staging /environment/initialization /environment/packages",
         )
         .await;
@@ -200,23 +164,24 @@ async fn the_microsandbox_init_bootstraps_once_and_binds_the_workspace() {
             "/environment/workspace 700 1000\n/environment/staging 700 1000\n\
              /environment/initialization 700 1000\n/environment/packages 700 1000\n"
         );
-        let (bound, _) = sh(
-            &engine,
-            &id,
+        let (bound, _) = engine_sh(
+            engine,
+            id,
             "echo through > /workspace/f && [ \"$(cat /environment/workspace/f)\" = through ]",
         )
         .await;
         assert_eq!(bound, 0, "/workspace is /environment/workspace");
-        let (arguments, _) = sh(&engine, &id, "echo '{}' | oac-microsandbox-init extra").await;
+        let (arguments, _) =
+            engine_sh(engine, id, "echo '{}' | oac-microsandbox-init extra").await;
         assert_eq!(arguments, 64, "the record comes only on stdin");
-        let (linked, _) = sh(
-            &engine,
-            &id,
+        let (linked, _) = engine_sh(
+            engine,
+            id,
             "rm -f /home/runtime/runtime-bootstrap.json && rm -rf /environment/packages && \
              ln -s /etc /environment/packages && echo '{}' | oac-microsandbox-init",
         )
         .await;
         assert_eq!(linked, 66, "a directory that is a link is never followed");
-    };
-    checked(&engine, &id, checks).await;
+    })
+    .await;
 }

@@ -4,10 +4,10 @@
 //! (`hostile.rs` attacks each container-policy rule.)
 
 use crate::support::*;
+use sandbox_host::Host;
 use sandbox_host::capability::docker::names::AllocationNames;
 use sandbox_host::registry::Grants;
-use sandbox_host::types::Error;
-use sandbox_host::{Budget, Host};
+use sandbox_host::types::{Error, Info};
 use serde_json::json;
 
 async fn steered(engine: &FakeEngine, action: &str) -> Host {
@@ -23,21 +23,23 @@ async fn steered_with(engine: &FakeEngine, configuration: serde_json::Value) -> 
     .await
 }
 
-async fn outcome_of(
-    configuration: serde_json::Value,
-) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
+/// GetInfo of the loaded kind `kind`: what its steering made of it.
+async fn get_info(host: &Host, kind: &str) -> Result<Info, Error> {
+    host.kind(kind)
+        .expect("a loaded kind")
+        .get_info(reference(), budget(5_000))
+        .await
+}
+
+async fn outcome_of(configuration: serde_json::Value) -> (Result<Info, Error>, Vec<String>) {
     let engine = FakeEngine::start().await;
     engine.seed_foreign_volume("oac-victim");
     let host = steered_with(&engine, configuration).await;
-    let answer = host
-        .kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
-        .await;
+    let answer = get_info(&host, "steerable").await;
     (answer, engine.recorded())
 }
 
-async fn outcome(action: &str) -> (Result<sandbox_host::types::Info, Error>, Vec<String>) {
+async fn outcome(action: &str) -> (Result<Info, Error>, Vec<String>) {
     outcome_of(json!({ "action": action, "volume": "oac-victim" })).await
 }
 
@@ -77,12 +79,7 @@ async fn a_container_may_not_mount_a_foreign_volume() {
         json!({ "action": "container-create", "mounts": [{ "volume": "@home", "target": "/data" }] }),
     )
     .await;
-    let answer = host
-        .kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
-        .await;
-    assert_eq!(answer, Err(Error::Ownership));
+    assert_eq!(get_info(&host, "steerable").await, Err(Error::Ownership));
     assert_eq!(
         engine.recorded(),
         vec![format!("GET /volumes/{home}")],
@@ -105,11 +102,7 @@ async fn a_well_formed_spec_reaches_the_engine_once() {
 async fn every_engine_request_names_the_pinned_api_version() {
     let engine = FakeEngine::start().await;
     let host = steered_with(&engine, json!({ "action": "container-create" })).await;
-    let _ = host
-        .kind("steerable")
-        .expect("a loaded kind")
-        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
-        .await;
+    let _ = get_info(&host, "steerable").await;
     let raw = engine.raw_requests();
     // The construction check asks the unversioned /version (an older engine
     // refuses versioned paths); everything after it names v1.45.
@@ -133,12 +126,7 @@ async fn an_ungranted_capability_is_denied_without_io() {
     let host = TestHost::one(registration, binding(None, json!({ "action": "version" })))
         .loaded()
         .await;
-    let answer = host
-        .kind("nodocker")
-        .expect("a loaded kind")
-        .get_info(reference(), Budget::from_millis(5_000).expect("budget"))
-        .await;
-    assert_eq!(answer, Err(Error::Invalid));
+    assert_eq!(get_info(&host, "nodocker").await, Err(Error::Invalid));
     assert!(engine.recorded().is_empty());
 }
 
@@ -159,7 +147,7 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
     let engine = FakeEngine::start().await;
     engine.seed_foreign_volume("oac-victim");
     let host = steered(&engine, "volume-inspect").await;
-    let budget = Budget::from_millis(5_000).expect("budget");
+    let budget = budget(5_000);
     let compute = Compute {
         generation: 0,
         name: "c".into(),
@@ -172,48 +160,14 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
             reason: reason.into(),
         }))
     };
-    let checkpoint = "steerable_has_no_checkpoints";
-    let observation = "steerable_has_no_observation";
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .initial(reference(), budget)
-            .await
-            .map(|_| ()),
-        unsupported("initial", checkpoint)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .new_compute(reference(), 1, None, budget)
-            .await
-            .map(|_| ()),
-        unsupported("new-compute", checkpoint)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .suspend(
-                SuspendRequest {
-                    reference: reference(),
-                    operation_id: "op-1".into(),
-                    source: compute.clone(),
-                    snapshot: None,
-                    observe_only: false
-                },
-                budget
-            )
-            .await
-            .map(|_| ()),
-        unsupported("suspend", checkpoint)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .kill_compute(reference(), compute.clone(), budget)
-            .await,
-        unsupported("kill-compute", checkpoint)
-    );
+    let kind = host.kind("steerable").expect("a loaded kind");
+    let suspend = SuspendRequest {
+        reference: reference(),
+        operation_id: "op-1".into(),
+        source: compute.clone(),
+        snapshot: None,
+        observe_only: false,
+    };
     let snapshot = SnapshotIdentity {
         reference: reference(),
         id: "i".into(),
@@ -225,68 +179,77 @@ async fn declared_unsupported_operations_are_answered_before_any_io() {
         source_name: "c".into(),
         source_id: "i".into(),
     };
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .delete_snapshot(reference(), snapshot, budget)
-            .await,
-        unsupported("delete-snapshot", checkpoint)
-    );
     let target = Target {
         reference: reference(),
         provider_id: None,
     };
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .observe(target.clone(), budget)
-            .await
-            .map(|_| ()),
-        unsupported("observe", observation)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .observe_batch(vec![target], budget)
-            .await
-            .map(|_| ()),
-        unsupported("observe-batch", observation)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .discover_selection(Configuration::without_credential("{}"), budget)
-            .await
-            .map(|_| ()),
-        unsupported("discover-selection", observation)
-    );
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .verify_credential(
-                Configuration {
-                    public: "{}".into(),
-                    credential: Some("secret".into()),
-                },
-                vec![reference()],
-                budget,
-            )
-            .await,
-        unsupported("verify-credential", observation)
-    );
+    let candidate = Configuration {
+        public: "{}".into(),
+        credential: Some("secret".into()),
+    };
+    let checkpoint = "steerable_has_no_checkpoints";
+    let observation = "steerable_has_no_observation";
+    for (operation, reason, answer) in [
+        (
+            "initial",
+            checkpoint,
+            kind.initial(reference(), budget).await.map(drop),
+        ),
+        (
+            "new-compute",
+            checkpoint,
+            kind.new_compute(reference(), 1, None, budget)
+                .await
+                .map(drop),
+        ),
+        (
+            "suspend",
+            checkpoint,
+            kind.suspend(suspend, budget).await.map(drop),
+        ),
+        (
+            "kill-compute",
+            checkpoint,
+            kind.kill_compute(reference(), compute, budget).await,
+        ),
+        (
+            "delete-snapshot",
+            checkpoint,
+            kind.delete_snapshot(reference(), snapshot, budget).await,
+        ),
+        (
+            "observe",
+            observation,
+            kind.observe(target.clone(), budget).await.map(drop),
+        ),
+        (
+            "observe-batch",
+            observation,
+            kind.observe_batch(vec![target], budget).await.map(drop),
+        ),
+        (
+            "discover-selection",
+            observation,
+            kind.discover_selection(Configuration::without_credential("{}"), budget)
+                .await
+                .map(drop),
+        ),
+        (
+            "verify-credential",
+            observation,
+            kind.verify_credential(candidate, vec![reference()], budget)
+                .await,
+        ),
+    ] {
+        assert_eq!(answer, unsupported(operation, reason), "{operation}");
+    }
     assert!(
         engine.recorded().is_empty(),
         "no native request: {:?}",
         engine.recorded()
     );
     // A supported operation of the same kind does reach the engine.
-    assert_eq!(
-        host.kind("steerable")
-            .expect("a loaded kind")
-            .get_info(reference(), budget)
-            .await,
-        Err(Error::Ownership)
-    );
+    assert_eq!(get_info(&host, "steerable").await, Err(Error::Ownership));
     assert_eq!(
         engine.recorded(),
         vec!["GET /volumes/oac-victim".to_string()]
@@ -305,11 +268,10 @@ async fn a_batch_over_one_hundred_targets_is_invalid() {
         };
         101
     ];
-    let budget = Budget::from_millis(5_000).expect("budget");
     assert_eq!(
         host.kind("steerable")
             .expect("a loaded kind")
-            .observe_batch(targets, budget)
+            .observe_batch(targets, budget(5_000))
             .await
             .map(|_| ()),
         Err(Error::Invalid)

@@ -4,8 +4,8 @@
 
 use crate::support::*;
 use sandbox_host::host::Connect;
-use sandbox_host::types::{Bootstrap, Error, Failure, NetworkAccess};
-use sandbox_host::{Host, NodeBinding, Registration};
+use sandbox_host::types::{Bootstrap, Error, Failure};
+use sandbox_host::{Host, Kind, NodeBinding, Registration};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,16 +16,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 fn bootstrap() -> Bootstrap {
-    Bootstrap {
-        reference: reference(),
-        session_id: "s".into(),
-        device_id: "d".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: "canary-credential".into(),
-        harness: "h".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: vec![],
-    }
+    sandbox_host::testing::bootstrap(reference(), "canary-credential")
 }
 
 /// A host with three kinds of the same component steered differently.
@@ -62,34 +53,15 @@ async fn host() -> Host {
         .expect("host loads")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_looping_component_is_stopped_at_its_budget() {
-    let host = host().await;
-    let started = Instant::now();
-    let outcome = host
-        .kind("looper")
-        .expect("a loaded kind")
-        .create(bootstrap(), budget(300))
-        .await;
-    assert_eq!(
-        outcome,
-        Err(Failure {
-            error: Error::ComputeUnconfirmed,
-            info: None
-        })
-    );
-    let elapsed = started.elapsed();
+/// A kind the host loaded.
+fn loaded<'h>(host: &'h Host, kind: &str) -> &'h Kind {
+    host.kind(kind).expect("a loaded kind")
+}
+
+/// The host still answers a call of its quiet kind.
+async fn still_serves(host: &Host) {
     assert!(
-        elapsed >= Duration::from_millis(250),
-        "stopped too early: {elapsed:?}"
-    );
-    assert!(
-        elapsed < Duration::from_secs(5),
-        "not stopped at the budget: {elapsed:?}"
-    );
-    assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
+        loaded(host, "quiet")
             .get_info(reference(), budget(5_000))
             .await
             .is_ok(),
@@ -97,51 +69,65 @@ async fn a_looping_component_is_stopped_at_its_budget() {
     );
 }
 
-/// A long budget is not CPU to burn: a guest spinning past the kind's CPU
-/// time per call ends there, while a call that waits (here on a held
-/// engine request) spends no CPU and runs its budget.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
-    let mut row = steerable("spinner");
-    row.policy.max_guest_cpu_ms = 300;
-    let host = TestHost::one(
-        row,
-        binding(Some("/run/engine.sock".into()), json!({ "action": "loop" })),
-    )
-    .load(Connect::Offline)
-    .await
-    .expect("loads");
-    let started = Instant::now();
-    let outcome = host
-        .kind("spinner")
-        .expect("a loaded kind")
-        .get_info(reference(), budget(60_000))
-        .await;
-    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+/// A call that began at `started` was stopped at its bound, not before
+/// (its bound is 300 ms) and well before `limit`.
+fn stopped_at_the_bound(started: Instant, limit: Duration, bound: &str) {
     let elapsed = started.elapsed();
     assert!(
         elapsed >= Duration::from_millis(250),
         "stopped too early: {elapsed:?}"
     );
-    assert!(
-        elapsed < Duration::from_secs(10),
-        "not stopped at its CPU time: {elapsed:?}"
-    );
+    assert!(elapsed < limit, "not stopped at {bound}: {elapsed:?}");
+}
+
+/// The steerable kind `kind` with 300 ms of guest CPU per call, on the
+/// engine at `socket`, steered by `steering`.
+fn cpu_bound(kind: &str, socket: std::path::PathBuf, steering: serde_json::Value) -> TestHost {
+    let mut row = steerable(kind);
+    row.policy.max_guest_cpu_ms = 300;
+    TestHost::one(row, binding(Some(socket), steering))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_component_is_stopped_at_its_budget() {
+    let host = host().await;
+    let started = Instant::now();
+    let outcome = loaded(&host, "looper")
+        .create(bootstrap(), budget(300))
+        .await;
+    assert_eq!(outcome, Err(Failure::from(Error::ComputeUnconfirmed)));
+    stopped_at_the_bound(started, Duration::from_secs(5), "the budget");
+    still_serves(&host).await;
+}
+
+/// A long budget is not CPU to burn: a guest spinning past the kind's CPU
+/// time per call ends there, while a call that waits (here on a held
+/// engine request) spends no CPU and runs its budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
+    let host = cpu_bound(
+        "spinner",
+        "/run/engine.sock".into(),
+        json!({ "action": "loop" }),
+    )
+    .load(Connect::Offline)
+    .await
+    .expect("loads");
+    let started = Instant::now();
+    let outcome = loaded(&host, "spinner")
+        .get_info(reference(), budget(60_000))
+        .await;
+    assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
+    stopped_at_the_bound(started, Duration::from_secs(10), "its CPU time");
 
     let engine = FakeEngine::start().await;
-    let mut waiter = steerable("waiter");
-    waiter.policy.max_guest_cpu_ms = 300;
-    let host = TestHost::one(
-        waiter,
-        binding(Some(engine.socket.clone()), json!({ "action": "version" })),
-    )
-    .loaded()
-    .await;
+    let steering = json!({ "action": "version" });
+    let host = cpu_bound("waiter", engine.socket.clone(), steering)
+        .loaded()
+        .await;
     let hold = engine.hold("GET", "/version");
     let (answer, ()) = tokio::join!(
-        host.kind("waiter")
-            .expect("a loaded kind")
-            .get_info(reference(), budget(60_000)),
+        loaded(&host, "waiter").get_info(reference(), budget(60_000)),
         async {
             tokio::time::sleep(Duration::from_millis(1_500)).await;
             hold.release();
@@ -155,21 +141,12 @@ async fn a_spinning_guest_ends_at_its_cpu_time_whatever_its_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_waits_in_host_calls_spend_no_guest_cpu() {
     let engine = FakeEngine::start().await;
-    let mut napper = steerable("napper");
-    napper.policy.max_guest_cpu_ms = 300;
-    let host = TestHost::one(
-        napper,
-        binding(
-            Some(engine.socket.clone()),
-            json!({ "action": "naps", "count": 60 }),
-        ),
-    )
-    .loaded()
-    .await;
+    let steering = json!({ "action": "naps", "count": 60 });
+    let host = cpu_bound("napper", engine.socket.clone(), steering)
+        .loaded()
+        .await;
     let started = Instant::now();
-    let answer = host
-        .kind("napper")
-        .expect("a loaded kind")
+    let answer = loaded(&host, "napper")
         .get_info(reference(), budget(60_000))
         .await;
     assert!(
@@ -185,21 +162,14 @@ async fn a_loop_does_not_block_other_calls() {
     let looping = {
         let host = host.clone();
         tokio::spawn(async move {
-            host.kind("looper")
-                .expect("a loaded kind")
+            loaded(&host, "looper")
                 .get_info(reference(), budget(2_000))
                 .await
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
-            .get_info(reference(), budget(5_000))
-            .await
-            .is_ok()
-    );
+    still_serves(&host).await;
     assert!(
         started.elapsed() < Duration::from_millis(1_500),
         "a concurrent call waited for the loop"
@@ -216,9 +186,7 @@ async fn a_spinning_guest_yields_its_thread() {
     let looping = {
         let (host, finished) = (host.clone(), finished.clone());
         tokio::spawn(async move {
-            let outcome = host
-                .kind("looper")
-                .expect("a loaded kind")
+            let outcome = loaded(&host, "looper")
                 .get_info(reference(), budget(2_000))
                 .await;
             let _ = finished.send("loop");
@@ -227,13 +195,7 @@ async fn a_spinning_guest_yields_its_thread() {
     };
     // Let the looping call start spinning before the quiet one begins.
     tokio::task::yield_now().await;
-    assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
-            .get_info(reference(), budget(5_000))
-            .await
-            .is_ok()
-    );
+    still_serves(&host).await;
     let _ = finished.send("quiet");
     assert_eq!(looping.await.expect("join"), Err(Error::ComputeUnconfirmed));
     let first = order.recv().await;
@@ -267,11 +229,7 @@ async fn a_spinning_guest_yields_its_thread_under_own_wakes() {
     let host = host().await;
     let (call_polls, task_polls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let call = CountPolls {
-        future: Box::pin(
-            host.kind("looper")
-                .expect("a loaded kind")
-                .get_info(reference(), budget(400)),
-        ),
+        future: Box::pin(loaded(&host, "looper").get_info(reference(), budget(400))),
         polls: call_polls.clone(),
     };
     let task = CountPolls {
@@ -296,40 +254,22 @@ async fn a_spinning_guest_yields_its_thread_under_own_wakes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unbounded_allocation_fails_cleanly() {
     let host = host().await;
-    let outcome = host
-        .kind("hoarder")
-        .expect("a loaded kind")
+    let outcome = loaded(&host, "hoarder")
         .get_info(reference(), budget(30_000))
         .await;
     assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
-    let created = host
-        .kind("hoarder")
-        .expect("a loaded kind")
+    let created = loaded(&host, "hoarder")
         .create(bootstrap(), budget(30_000))
         .await;
-    assert_eq!(
-        created,
-        Err(Failure {
-            error: Error::ComputeUnconfirmed,
-            info: None
-        })
-    );
-    assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
-            .get_info(reference(), budget(5_000))
-            .await
-            .is_ok(),
-        "host still serves"
-    );
+    assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
+    still_serves(&host).await;
 }
 
 #[tokio::test]
 async fn a_trap_is_unconfirmed_never_success() {
     let host = host().await;
     assert_eq!(
-        host.kind("panicker")
-            .expect("a loaded kind")
+        loaded(&host, "panicker")
             .get_info(reference(), budget(5_000))
             .await,
         Err(Error::ComputeUnconfirmed)
@@ -340,8 +280,7 @@ async fn a_trap_is_unconfirmed_never_success() {
         stdin: None,
     };
     assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
+        loaded(&host, "quiet")
             .run_command(reference(), command, budget(5_000))
             .await
             .is_ok()
@@ -354,9 +293,7 @@ async fn each_call_gets_a_fresh_instance() {
     // call would show as a count above 1.
     let host = host().await;
     for _ in 0..20 {
-        let info = host
-            .kind("counter")
-            .expect("a loaded kind")
+        let info = loaded(&host, "counter")
             .get_info(reference(), budget(5_000))
             .await
             .expect("count");
@@ -374,8 +311,7 @@ async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
         stdin: Some(vec![0; 50 * 1024 * 1024 + 33]),
     };
     assert_eq!(
-        host.kind("quiet")
-            .expect("a loaded kind")
+        loaded(&host, "quiet")
             .run_command(reference(), command, budget(5_000))
             .await,
         Err(Error::Invalid)
@@ -386,20 +322,11 @@ async fn unknown_kinds_and_oversized_stdin_are_invalid_before_any_call() {
 /// traps, its outcome unknown, and the host keeps serving.
 async fn trapped_and_still_serving(kind: &str) {
     let host = host().await;
-    let outcome = host
-        .kind(kind)
-        .expect("a loaded kind")
+    let outcome = loaded(&host, kind)
         .get_info(reference(), budget(60_000))
         .await;
     assert_eq!(outcome, Err(Error::ComputeUnconfirmed));
-    assert!(
-        host.kind("quiet")
-            .expect("a loaded kind")
-            .get_info(reference(), budget(5_000))
-            .await
-            .is_ok(),
-        "host still serves"
-    );
+    still_serves(&host).await;
 }
 
 /// 1.2 million empty log fields fit in the component's 64 MiB, but lifted

@@ -4,27 +4,21 @@
 //! runs a real `Node::serve` with the steerable component on a fake engine.
 
 use crate::support::*;
-use sandbox_host::node_config::{Listen, ListenError, Token};
+use sandbox_host::node_config::{Listen, ListenError};
 use sandbox_host::transport::tls::TlsFiles;
 use sandbox_host::transport::wire::{PROTOCOL_HEADER, PROTOCOL_VERSION};
 use sandbox_host::transport::{
     ConnectionLimits, Endpoint, MAX_CONNECTIONS, Node, NodeClient, RESERVED_FOR_AUTHENTICATED,
     ServeError, TlsEndpoint, TransportError,
 };
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "node-limits-test-token-0123456789";
 
 /// A node serving one steerable kind, `plain`.
 type Served = EngineNode;
-
-fn write_private(path: &Path, contents: &[u8]) {
-    std::fs::write(path, contents).expect("write");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-}
 
 /// Serves under `limits` where `listen` says (given the test's directory;
 /// `None` is the Unix socket there), and waits until it answers through
@@ -35,6 +29,33 @@ async fn serve(
     ready: impl FnOnce(&Path) -> Option<Endpoint> + 'static,
 ) -> Served {
     serve_with(move |node| node.with_limits(limits), listen, ready).await
+}
+
+/// [`serve`] on the node's Unix socket.
+async fn serve_local(limits: ConnectionLimits) -> Served {
+    serve(limits, |_| None, |_| None).await
+}
+
+/// [`serve`] on TCP at `address` with TLS from `files`, ready once a
+/// client trusting `ca` (presenting `identity`) is served.
+async fn serve_tls(
+    address: std::net::SocketAddr,
+    files: TlsFiles,
+    ca: Vec<u8>,
+    identity: Option<Vec<u8>>,
+) -> Served {
+    serve(
+        ConnectionLimits::default(),
+        move |_| {
+            Some(Listen {
+                tcp: Some(address),
+                tls: Some(files),
+                ..Listen::default()
+            })
+        },
+        move |_| Some(tls_endpoint(address, &ca, identity.as_deref())),
+    )
+    .await
 }
 
 /// [`serve`], with the node set up by `set_up`.
@@ -80,43 +101,6 @@ async fn ask_kinds(stream: &mut tokio::net::UnixStream) -> String {
     read_message(stream).await
 }
 
-/// One HTTP message as text: its head, then as much body as it announces
-/// (or what came before the stream ended).
-pub(crate) async fn read_message(stream: &mut (impl AsyncRead + Unpin)) -> String {
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 8192];
-    loop {
-        let text = String::from_utf8_lossy(&seen).to_string();
-        if let Some(head_end) = text.find("\r\n\r\n") {
-            let length = text[..head_end]
-                .lines()
-                .find_map(|line| {
-                    let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            if seen.len() >= head_end + 4 + length {
-                return text;
-            }
-        }
-        match stream.read(&mut buffer).await {
-            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).to_string(),
-            Ok(read) => seen.extend_from_slice(&buffer[..read]),
-        }
-    }
-}
-
-/// Everything until the node closes the stream, or `None` if it is still
-/// open after `patience`.
-async fn until_closed(stream: &mut (impl AsyncRead + Unpin), patience: Duration) -> Option<String> {
-    let mut answer = Vec::new();
-    match tokio::time::timeout(patience, stream.read_to_end(&mut answer)).await {
-        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
-        Err(_) => None,
-    }
-}
-
 /// Whether the node has closed `stream` (nothing more to read), waiting at
 /// most `patience`.
 async fn closed_within(stream: &mut tokio::net::UnixStream, patience: Duration) -> bool {
@@ -125,7 +109,7 @@ async fn closed_within(stream: &mut tokio::net::UnixStream, patience: Duration) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_refused_requests_hold_no_slot_and_a_client_with_the_token_is_served() {
-    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let node = serve_local(ConnectionLimits::default()).await;
     let pipelined = kinds_request(false).repeat(32);
     let mut stalled = Vec::new();
     for _ in 0..MAX_CONNECTIONS {
@@ -165,7 +149,7 @@ async fn pipelined_refused_requests_hold_no_slot_and_a_client_with_the_token_is_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_without_the_token_give_way_to_one_with_it() {
-    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let node = serve_local(ConnectionLimits::default()).await;
     let share = MAX_CONNECTIONS - RESERVED_FOR_AUTHENTICATED;
     let mut idle = Vec::new();
     for _ in 0..MAX_CONNECTIONS {
@@ -192,7 +176,7 @@ async fn idle_connections_without_the_token_give_way_to_one_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_every_slot_holds_the_token_new_connections_wait_for_one() {
-    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let node = serve_local(ConnectionLimits::default()).await;
     let mut proven = Vec::new();
     for _ in 0..MAX_CONNECTIONS {
         let mut stream = node.connect().await;
@@ -236,7 +220,7 @@ async fn a_client_that_never_takes_its_answers_is_cut_off_and_shutdown_does_not_
         stall_timeout: Duration::from_millis(500),
         ..ConnectionLimits::default()
     };
-    let node = serve(limits, |_| None, |_| None).await;
+    let node = serve_local(limits).await;
     // Thousands of pipelined requests whose answers are never read: the
     // node's writes block, then the connection is dropped, which the
     // still-writing client sees as a broken pipe.
@@ -274,7 +258,7 @@ async fn a_client_that_never_takes_its_answers_is_cut_off_and_shutdown_does_not_
         shutdown_grace: Duration::from_millis(500),
         ..ConnectionLimits::default()
     };
-    let node = serve(limits, |_| None, |_| None).await;
+    let node = serve_local(limits).await;
     let (_reading, mut writing) = node.connect().await.into_split();
     let pipelined = kinds_request(true).repeat(8_000);
     let writer = tokio::spawn(async move { writing.write_all(pipelined.as_bytes()).await });
@@ -298,19 +282,13 @@ async fn a_connection_past_its_lifetime_ends_with_its_next_answer() {
         max_lifetime: Duration::from_millis(300),
         ..ConnectionLimits::default()
     };
-    let node = serve(limits, |_| None, |_| None).await;
+    let node = serve_local(limits).await;
     let mut stream = node.connect().await;
     let young = ask_kinds(&mut stream).await;
     assert!(young.starts_with("HTTP/1.1 200"), "{young}");
     assert!(!young.contains("connection: close"), "{young}");
     tokio::time::sleep(Duration::from_millis(400)).await;
-    stream
-        .write_all(kinds_request(true).as_bytes())
-        .await
-        .expect("write");
-    let old = until_closed(&mut stream, Duration::from_secs(5))
-        .await
-        .expect("closed after its answer");
+    let old = answered_and_closed(&mut stream, kinds_request(true).as_bytes()).await;
     assert!(old.starts_with("HTTP/1.1 200"), "{old}");
     assert!(old.contains("connection: close"), "{old}");
     node.stop().await;
@@ -318,9 +296,7 @@ async fn a_connection_past_its_lifetime_ends_with_its_next_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_holds_at_most_its_share_of_tcp_connections() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-    let address = free.local_addr().expect("address");
-    drop(free);
+    let address = free_address();
     let node = serve(
         ConnectionLimits::default(),
         move |_| {
@@ -438,7 +414,7 @@ async fn request_bodies_beyond_the_node_budget_are_busy_before_they_are_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_over_the_limit_are_too_large_declared_or_chunked() {
     use sandbox_host::transport::wire::MAX_REQUEST_BYTES;
-    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let node = serve_local(ConnectionLimits::default()).await;
     let head = |framing: String| {
         format!(
             "POST /call HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
@@ -481,16 +457,13 @@ async fn frames_over_the_limit_are_too_large_declared_or_chunked() {
 
 #[tokio::test]
 async fn a_nul_in_the_token_is_refused_by_the_parser_and_runs_nothing() {
-    let node = serve(ConnectionLimits::default(), |_| None, |_| None).await;
+    let node = serve_local(ConnectionLimits::default()).await;
     let mut stream = node.connect().await;
     let request = format!(
         "GET /kinds HTTP/1.1\r\nhost: node\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\n\
          authorization: Bearer {TOKEN}\0\r\n\r\n"
     );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let answer = until_closed(&mut stream, Duration::from_secs(5))
-        .await
-        .expect("closed");
+    let answer = answered_and_closed(&mut stream, request.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(node.engine.recorded().is_empty());
     node.stop().await;
@@ -550,11 +523,6 @@ fn tls_endpoint(address: std::net::SocketAddr, ca: &[u8], identity: Option<&[u8]
     })
 }
 
-fn free_address() -> std::net::SocketAddr {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-    free.local_addr().expect("address")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_with_tls_verifies_both_sides_when_client_certificates_are_required() {
     let address = free_address();
@@ -563,18 +531,7 @@ async fn tcp_with_tls_verifies_both_sides_when_client_certificates_are_required(
     let other = pki(scratch.path(), "other");
     let files = good.files.clone();
     let (ca, identity) = (good.ca.clone(), good.client_identity.clone());
-    let node = serve(
-        ConnectionLimits::default(),
-        move |_| {
-            Some(Listen {
-                tcp: Some(address),
-                tls: Some(files),
-                ..Listen::default()
-            })
-        },
-        move |_| Some(tls_endpoint(address, &ca, Some(&identity))),
-    )
-    .await;
+    let node = serve_tls(address, files, ca, Some(identity)).await;
     let kinds = |endpoint: Endpoint| async move {
         NodeClient::new(&endpoint, TOKEN)
             .expect("client")
@@ -623,18 +580,7 @@ async fn tcp_with_tls_verifies_both_sides_when_client_certificates_are_required(
     let mut files = good.files.clone();
     files.client_ca = None;
     let ca = good.ca.clone();
-    let node = serve(
-        ConnectionLimits::default(),
-        move |_| {
-            Some(Listen {
-                tcp: Some(address),
-                tls: Some(files),
-                ..Listen::default()
-            })
-        },
-        move |_| Some(tls_endpoint(address, &ca, None)),
-    )
-    .await;
+    let node = serve_tls(address, files, ca, None).await;
     let served = kinds(tls_endpoint(address, &good.ca, None)).await;
     assert!(served.is_ok(), "{served:?}");
     node.stop().await;
@@ -652,8 +598,7 @@ async fn plain_tcp_beyond_loopback_refuses_to_start_unless_asked_for_loudly() {
         (engine, host)
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    write_private(&dir.path().join("token"), TOKEN.as_bytes());
-    let token = Token::read(&dir.path().join("token")).expect("token");
+    let token = token_in(dir.path(), TOKEN);
     let (_engine, loaded) = host().await;
     let everywhere = Listen {
         tcp: Some("0.0.0.0:0".parse().expect("address")),

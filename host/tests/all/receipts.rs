@@ -80,8 +80,7 @@ fn remove(key: &str) -> Value {
 
 #[tokio::test]
 async fn a_receipt_belongs_to_one_kind_installation_and_allocation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
+    let (_dir, store) = receipt_store();
     let alpha = At::kind("alpha", &store);
     assert_eq!(alpha.answer(put("create_pending", "v1"), "a").await, "ok");
     assert_eq!(alpha.answer(get("create_pending"), "a").await, "v1");
@@ -136,8 +135,7 @@ async fn a_receipt_survives_reopening_the_store() {
 
 #[tokio::test]
 async fn keys_values_and_counts_are_bounded() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
+    let (_dir, store) = receipt_store();
     let kind = At::kind("alpha", &store);
     for key in ["Upper", "1digit", "dash-ed", "", &"k".repeat(97)] {
         assert_eq!(
@@ -173,8 +171,7 @@ async fn keys_values_and_counts_are_bounded() {
 
 #[tokio::test]
 async fn a_kind_not_granted_receipts_and_a_batch_reach_none() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
+    let (_dir, store) = receipt_store();
     let ungranted = At {
         registration: {
             let mut row = direct("ungranted");
@@ -231,8 +228,7 @@ impl NativeHook for FaultWrites {
 
 #[tokio::test]
 async fn receipt_writes_cross_the_capability_boundary() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
+    let (_dir, store) = receipt_store();
     let faulted = |fault| At {
         hook: Some(Arc::new(FaultWrites(fault))),
         ..At::kind("alpha", &store)
@@ -266,23 +262,11 @@ fn a_receipt_survives_kill_9_of_the_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = dir.path().join("state");
     let state = state.to_str().expect("utf-8 path");
-    let plugins = plugin_dir();
-    let plugins = plugins.to_str().expect("utf-8 path");
-    let registry = format!("{plugins}/test-registry.toml");
     let call = |steering: Value| {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sandbox-host"));
+        let mut command = cli::call("steerable-direct", "get-info");
         command.args([
-            "call",
-            "steerable-direct",
-            "get-info",
-            "--reference",
-            "t/e/a",
             "--budget-ms",
             "60000",
-            "--plugins",
-            plugins,
-            "--registry",
-            &registry,
             "--state-dir",
             state,
             "--configuration",
@@ -340,8 +324,7 @@ fn a_receipt_survives_kill_9_of_the_writer() {
 #[tokio::test]
 async fn a_receipt_is_never_settlement_evidence() {
     use sandbox_host::provider::SandboxProvider;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = ReceiptStore::open(dir.path()).expect("store");
+    let (_dir, store) = receipt_store();
     let claim = json!({"action": "receipt-settled-absence", "receipt_key": "create_rejected"});
     let load = |registration: Registration| {
         let mut binding = binding(None, claim.clone());

@@ -7,6 +7,7 @@
 //! input the contract refuses, before any native request.
 
 use crate::support::*;
+use oac_fixtures::docker_engine::Hold;
 use sandbox_host::provider::SandboxProvider;
 use sandbox_host::registry;
 use sandbox_host::testing::{Fault, NativeHook, NativeRequest};
@@ -24,16 +25,7 @@ fn reference(allocation: &str) -> Reference {
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
-    Bootstrap {
-        reference: reference(allocation),
-        session_id: "session".into(),
-        device_id: "device".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: "credential".into(),
-        harness: "harness".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: vec![],
-    }
+    sandbox_host::testing::bootstrap(reference(allocation), "credential")
 }
 
 /// The Docker kind against a fake engine holding the policy's image.
@@ -149,6 +141,43 @@ fn remote(p: &Remote) -> &RemoteProvider {
 provider_via!(InProcess, in_process);
 provider_via!(Remote, remote);
 
+/// Creates `a` with its archive upload held, running `meanwhile` (which
+/// releases the hold) once the upload has arrived: the Create's answer and
+/// what `meanwhile` returned.
+async fn while_create_held<T>(
+    docker: &Docker,
+    provider: &dyn Provider,
+    meanwhile: impl AsyncFnOnce(&Hold) -> T,
+) -> (Result<Info, Failure>, T) {
+    let hold = docker.engine.hold("PUT", "/archive");
+    tokio::join!(provider.create(bootstrap("a"), 10_000), async {
+        hold.arrived(1).await;
+        meanwhile(&hold).await
+    })
+}
+
+/// Runs `create` with its archive upload held, and leaves it (drops its
+/// future) 500 ms in, once the upload has arrived: the hold, to release.
+async fn leave_a_held_create(
+    docker: &Docker,
+    create: impl Future<Output = Result<Info, Failure>>,
+) -> Hold {
+    let hold = docker.engine.hold("PUT", "/archive");
+    let left = tokio::time::timeout(Duration::from_millis(500), create);
+    let (left, ()) = tokio::join!(left, hold.arrived(1));
+    assert!(left.is_err(), "the caller left before the answer");
+    hold
+}
+
+/// `killed` (a Kill's answer) is absence, which a Kill alone never settles.
+fn assert_absent_unsettled(killed: &Info, why: &str) {
+    assert_eq!(
+        (killed.state, killed.create_settled),
+        (LifecycleState::Absent, false),
+        "{why}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observation_or_a_kill_never_settles_a_create() {
     each_path(async |docker, provider, path| {
@@ -173,10 +202,9 @@ async fn an_observation_or_a_kill_never_settles_a_create() {
         let renewed = provider.renew(reference("a"), 5_000).await.expect("renew");
         assert!(!renewed.create_settled, "{path}: renew observes");
         let killed = provider.kill(reference("a"), 5_000).await.expect("kill");
-        assert_eq!(
-            (killed.state, killed.create_settled),
-            (LifecycleState::Absent, false),
-            "{path}: a Kill alone is not terminal proof"
+        assert_absent_unsettled(
+            &killed,
+            &format!("{path}: a Kill alone is not terminal proof"),
         );
         let again = provider
             .kill(reference("a"), 5_000)
@@ -196,9 +224,7 @@ async fn an_observation_or_a_kill_never_settles_a_create() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_info_sent_during_a_stalled_create_waits_for_it() {
     each_path(async |docker, provider, path| {
-        let hold = docker.engine.hold("PUT", "/archive");
-        let (create, get_info) = tokio::join!(provider.create(bootstrap("a"), 10_000), async {
-            hold.arrived(1).await;
+        let (create, get_info) = while_create_held(docker, provider, async |hold| {
             // The Create is mid-way: its container exists, unstarted.
             assert_eq!(docker.engine.containers().len(), 1, "{path}");
             let asked = provider.get_info(reference("a"), 10_000);
@@ -209,7 +235,8 @@ async fn a_get_info_sent_during_a_stalled_create_waits_for_it() {
                 hold.release();
             });
             seen
-        });
+        })
+        .await;
         let created = create.expect("the Create ends once released");
         let seen = get_info.expect("get-info");
         assert_eq!(
@@ -225,16 +252,14 @@ async fn a_get_info_sent_during_a_stalled_create_waits_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queued_mutation_whose_budget_ends_never_runs() {
     each_path(async |docker, provider, path| {
-        let hold = docker.engine.hold("PUT", "/archive");
-        let (create, kill) = tokio::join!(provider.create(bootstrap("a"), 10_000), async {
-            hold.arrived(1).await;
+        let (create, (kill, before, after)) = while_create_held(docker, provider, async |hold| {
             let before = docker.engine.recorded().len();
             let kill = provider.kill(reference("a"), 300).await;
             let after = docker.engine.recorded().len();
             hold.release();
             (kill, before, after)
-        });
-        let (kill, before, after) = kill;
+        })
+        .await;
         assert_eq!(
             kill,
             Err(Failure::from(Error::ComputeUnconfirmed)),
@@ -261,13 +286,7 @@ async fn cleanup_after_a_lost_create_response() {
     let docker = Docker::start(None).await;
     let served = TestNode::builder(docker.host.clone()).start().await;
     let proxy = served.proxy("docker").await;
-    let hold = docker.engine.hold("PUT", "/archive");
-    let lost = tokio::time::timeout(
-        Duration::from_millis(500),
-        proxy.create(bootstrap("a"), budget(10_000)),
-    );
-    let (lost, ()) = tokio::join!(lost, hold.arrived(1));
-    assert!(lost.is_err(), "the caller left before the answer");
+    let hold = leave_a_held_create(&docker, proxy.create(bootstrap("a"), budget(10_000))).await;
     let seen = tokio::spawn({
         let proxy = served.proxy("docker").await;
         async move { proxy.get_info(reference("a"), budget(10_000)).await }
@@ -287,10 +306,7 @@ async fn cleanup_after_a_lost_create_response() {
         .kill(reference("a"), budget(10_000))
         .await
         .expect("kill");
-    assert_eq!(
-        (killed.state, killed.create_settled),
-        (LifecycleState::Absent, false)
-    );
+    assert_absent_unsettled(&killed, "the abandoned Create's container");
     assert!(docker.engine.containers().is_empty());
     assert!(docker.engine.volumes().is_empty());
     assert_eq!(docker.count("POST /containers/create"), 1);
@@ -326,10 +342,7 @@ async fn partial_volumes_are_not_found_and_kill_removes_them() {
         .kill(reference("a"), budget(5_000))
         .await
         .expect("kill");
-    assert_eq!(
-        (killed.state, killed.create_settled),
-        (LifecycleState::Absent, false)
-    );
+    assert_absent_unsettled(&killed, "the partial volumes");
     assert!(docker.engine.volumes().is_empty(), "Kill removed both");
 }
 
@@ -481,13 +494,7 @@ async fn input_outside_the_contract_is_invalid_before_any_request() {
 async fn an_in_process_create_whose_caller_left_runs_to_its_end() {
     let docker = Docker::start(None).await;
     let kind = docker.kind();
-    let hold = docker.engine.hold("PUT", "/archive");
-    let left = tokio::time::timeout(
-        Duration::from_millis(500),
-        kind.create(bootstrap("a"), budget(10_000)),
-    );
-    let (left, ()) = tokio::join!(left, hold.arrived(1));
-    assert!(left.is_err(), "the caller left before the answer");
+    let hold = leave_a_held_create(&docker, kind.create(bootstrap("a"), budget(10_000))).await;
     let (seen, ()) = tokio::join!(kind.get_info(reference("a"), budget(10_000)), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         hold.release();

@@ -14,12 +14,10 @@ use sandbox_host::transport::{
     ConnectionLimits, Endpoint, Node, NodeClient, RemoteProvider, TransportError,
 };
 use sandbox_host::types::{
-    Bootstrap, Command, Error, Failure, Info, LifecycleState, NetworkAccess, Reference,
-    UnsupportedOperation,
+    Bootstrap, Command, Error, Failure, Info, LifecycleState, Reference, UnsupportedOperation,
 };
 use sandbox_host::{Kind, types::Diagnostic, types::Target};
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,16 +28,24 @@ const TOKEN: &str = "transport-test-token-0123456789";
 /// A node serving steerable kinds on a Unix socket, with its fake engine.
 type Served = EngineNode;
 
-fn token_in(dir: &std::path::Path) -> sandbox_host::node_config::Token {
-    let path = dir.join("token");
-    std::fs::write(&path, TOKEN).expect("token");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    sandbox_host::node_config::Token::read(&path).expect("token")
-}
-
 /// Serves steerable kinds, each steered by its configuration.
 async fn serve(kinds: &[(&str, serde_json::Value)], max_in_flight: u32) -> Served {
     serve_on(kinds, max_in_flight, None, READ_TIMEOUT).await
+}
+
+/// Serves one kind, `probe`, whose GetInfo inspects a volume: what ran
+/// natively shows in the engine's record.
+async fn serve_probe() -> Served {
+    serve(&[("probe", steer("volume-inspect"))], 8).await
+}
+
+/// Serves one steerable kind per action, named by it and [`steer`]ed to it.
+async fn serve_actions(actions: &[&str]) -> Served {
+    let kinds: Vec<(&str, serde_json::Value)> = actions
+        .iter()
+        .map(|action| (*action, steer(action)))
+        .collect();
+    serve(&kinds, 8).await
 }
 
 async fn serve_on(
@@ -114,15 +120,15 @@ fn reference(allocation: &str) -> Reference {
 }
 
 fn bootstrap(allocation: &str) -> Bootstrap {
-    Bootstrap {
-        reference: reference(allocation),
-        session_id: "s".into(),
-        device_id: "d".into(),
-        core_url: "https://core.example".into(),
-        daemon_credential: "credential".into(),
-        harness: "h".into(),
-        network_access: NetworkAccess::Disabled,
-        allowed_domains: vec![],
+    sandbox_host::testing::bootstrap(reference(allocation), "credential")
+}
+
+/// A command of `args`, in the default directory, with `stdin`.
+fn command(args: &[&str], stdin: Option<Vec<u8>>) -> Command {
+    Command {
+        args: args.iter().map(|arg| arg.to_string()).collect(),
+        directory: None,
+        stdin,
     }
 }
 
@@ -145,35 +151,24 @@ const GOOD: [(&str, &str); 2] = [
 
 #[tokio::test]
 async fn refused_requests_get_fixed_codes_and_run_nothing() {
-    // get-info inspects a volume through the engine, so anything that ran
-    // would show up in the engine's record.
-    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let node = serve_probe().await;
     let post = reqwest::Method::POST;
     let body = |value: serde_json::Value| serde_json::to_vec(&value).expect("json");
     let refused = |status: u16, code: &str| (status, serde_json::json!({ "refused": code }));
+    // A well-formed get-info with `headers`.
+    let get_info_with = async |headers: &[(&str, &str)]| {
+        let sent = body(get_info_body("probe", 1000));
+        node.raw(post.clone(), "/call", headers, sent).await
+    };
 
     let wrong_version = [
         (PROTOCOL_HEADER, "oac-node/1"),
         ("authorization", GOOD[1].1),
     ];
-    let answer = node
-        .raw(
-            post.clone(),
-            "/call",
-            &wrong_version,
-            body(get_info_body("probe", 1000)),
-        )
-        .await;
+    let answer = get_info_with(&wrong_version).await;
     assert_eq!(answer, refused(400, "version_mismatch"));
     let no_version = [("authorization", GOOD[1].1)];
-    let answer = node
-        .raw(
-            post.clone(),
-            "/call",
-            &no_version,
-            body(get_info_body("probe", 1000)),
-        )
-        .await;
+    let answer = get_info_with(&no_version).await;
     assert_eq!(answer, refused(400, "version_mismatch"));
 
     for tokens in [
@@ -190,16 +185,8 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
     ] {
         let mut headers = vec![(PROTOCOL_HEADER, PROTOCOL_VERSION)];
         headers.extend(tokens.iter().map(|token| ("authorization", *token)));
-        let token = tokens;
-        let answer = node
-            .raw(
-                post.clone(),
-                "/call",
-                &headers,
-                body(get_info_body("probe", 1000)),
-            )
-            .await;
-        assert_eq!(answer, refused(401, "unauthorized"), "tokens {token:?}");
+        let answer = get_info_with(&headers).await;
+        assert_eq!(answer, refused(401, "unauthorized"), "tokens {tokens:?}");
     }
 
     // Only the head is sent: the node refuses by the declared length and
@@ -216,12 +203,7 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
         GOOD[1].1,
         MAX_REQUEST_BYTES + 1
     );
-    tokio::io::AsyncWriteExt::write_all(&mut stream, head.as_bytes())
-        .await
-        .expect("head");
-    let answer = until_closed(&mut stream, Duration::from_secs(5))
-        .await
-        .expect("the node answers and closes");
+    let answer = answered_and_closed(&mut stream, head.as_bytes()).await;
     assert!(answer.starts_with("HTTP/1.1 413 "), "{answer}");
     assert!(answer.ends_with(r#"{"refused":"too_large"}"#), "{answer}");
 
@@ -267,7 +249,7 @@ async fn refused_requests_get_fixed_codes_and_run_nothing() {
 
 #[tokio::test]
 async fn an_unsupported_operation_is_refused_by_the_node_before_native_io() {
-    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let node = serve_probe().await;
     let outcome = node
         .client()
         .call("probe", budget(5_000), Call::Initial(reference("a")))
@@ -410,11 +392,8 @@ async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
         ("failure-unsettled", None),
         ("failure-absent-with-id", None),
     ];
-    let kinds: Vec<(&str, serde_json::Value)> = table
-        .iter()
-        .map(|(action, _)| (*action, steer(action)))
-        .collect();
-    let node = serve(&kinds, 8).await;
+    let actions: Vec<&str> = table.iter().map(|(action, _)| *action).collect();
+    let node = serve_actions(&actions).await;
     for (action, kept) in table {
         let expected = Err(Failure {
             error: Error::Exists,
@@ -442,36 +421,33 @@ async fn a_failed_mutation_keeps_only_exact_reference_settlement_evidence() {
 #[tokio::test]
 async fn contradicting_answers_are_unknown_on_both_paths() {
     let actions = ["foreign-answer", "error-unsupported"];
-    let kinds: Vec<(&str, serde_json::Value)> = actions
-        .iter()
-        .map(|action| (*action, steer(action)))
-        .collect();
-    let node = serve(&kinds, 8).await;
+    let node = serve_actions(&actions).await;
     for action in actions {
         let remote = node.proxy(action).await;
         let local = node.local(action);
-        let read = Err(Error::ComputeUnconfirmed);
-        assert_eq!(
-            local.get_info(reference("a"), budget(5_000)).await,
-            read,
-            "{action}: in-process get-info"
-        );
-        assert_eq!(
-            remote.get_info(reference("a"), budget(5_000)).await,
-            read,
-            "{action}: get-info through the node"
-        );
-        let mutation = Err(Failure::from(Error::ComputeUnconfirmed));
-        assert_eq!(
-            local.create(bootstrap("a"), budget(5_000)).await,
-            mutation,
-            "{action}: in-process create"
-        );
-        assert_eq!(
-            remote.create(bootstrap("a"), budget(5_000)).await,
-            mutation,
-            "{action}: create through the node"
-        );
+        for (path, read, mutation) in [
+            (
+                "in-process",
+                local.get_info(reference("a"), budget(5_000)).await,
+                local.create(bootstrap("a"), budget(5_000)).await,
+            ),
+            (
+                "through the node",
+                remote.get_info(reference("a"), budget(5_000)).await,
+                remote.create(bootstrap("a"), budget(5_000)).await,
+            ),
+        ] {
+            assert_eq!(
+                read,
+                Err(Error::ComputeUnconfirmed),
+                "{action}: get-info {path}"
+            );
+            assert_eq!(
+                mutation,
+                Err(Failure::from(Error::ComputeUnconfirmed)),
+                "{action}: create {path}"
+            );
+        }
     }
     node.stop().await;
 }
@@ -482,11 +458,7 @@ async fn contradicting_answers_are_unknown_on_both_paths() {
 #[tokio::test]
 async fn evidence_an_observation_cannot_have_is_unknown_on_both_paths() {
     let actions = ["settle-on-observation", "no-id"];
-    let kinds: Vec<(&str, serde_json::Value)> = actions
-        .iter()
-        .map(|action| (*action, steer(action)))
-        .collect();
-    let node = serve(&kinds, 8).await;
+    let node = serve_actions(&actions).await;
     for action in actions {
         let remote = node.proxy(action).await;
         let local = node.local(action);
@@ -520,21 +492,9 @@ async fn evidence_an_observation_cannot_have_is_unknown_on_both_paths() {
 async fn a_command_outside_the_contract_is_invalid_on_both_paths() {
     let node = serve(&[("plain", steer("none"))], 8).await;
     let bound = sandbox_host::contract::bounds::MAX_STDIN_BYTES;
-    let over = |bytes: usize| Command {
-        args: vec!["cat".into()],
-        directory: None,
-        stdin: Some(vec![0u8; bytes]),
-    };
+    let over = |bytes: usize| command(&["cat"], Some(vec![0u8; bytes]));
     // Just over the bound, and over what a request frame can carry.
-    let table = [
-        over(bound + 1),
-        over(60 << 20),
-        Command {
-            args: Vec::new(),
-            directory: None,
-            stdin: None,
-        },
-    ];
+    let table = [over(bound + 1), over(60 << 20), command(&[], None)];
     let remote = node.proxy("plain").await;
     for command in table {
         let args = (command.args.clone(), command.stdin.as_ref().map(Vec::len));
@@ -578,7 +538,7 @@ async fn an_answer_too_large_for_a_frame_is_unconfirmed_at_the_node() {
 
 #[tokio::test]
 async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
-    let node = serve(&[("probe", steer("volume-inspect"))], 8).await;
+    let node = serve_probe().await;
     let lossy = crate::support::proxy::Proxy::start(node.socket.clone()).await;
     let client = NodeClient::new(&Endpoint::Unix(lossy.socket.clone()), node.token.expose())
         .expect("client");
@@ -591,15 +551,7 @@ async fn a_lost_response_is_unconfirmed_and_never_sent_again() {
     assert_eq!(created, Err(Failure::from(Error::ComputeUnconfirmed)));
     lossy.lose_response_of("FRAME", "run_command");
     let ran = provider
-        .run_command(
-            reference("a"),
-            Command {
-                args: vec!["true".into()],
-                directory: None,
-                stdin: None,
-            },
-            budget(5_000),
-        )
+        .run_command(reference("a"), command(&["true"], None), budget(5_000))
         .await;
     assert_eq!(ran, Err(Error::CommandUnconfirmed));
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -694,6 +646,18 @@ async fn beyond_the_in_flight_limit_requests_are_refused_clearly() {
     node.stop().await;
 }
 
+/// A `quick` call is refused `busy` while the spinning operation holds the
+/// node's one slot (`why` it does), and answered once `ends` has passed.
+async fn slot_held_until_it_ends(client: &NodeClient, ends: Duration, why: &str) {
+    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a")));
+    assert_eq!(quick().await, Err(TransportError::Refused("busy")), "{why}");
+    tokio::time::sleep(ends).await;
+    assert!(
+        matches!(quick().await, Ok(Outcome::Ok(_))),
+        "the slot is free once it ended"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_whose_caller_left_keeps_its_slot_until_it_ends() {
     let node = serve(&[("spin", steer("loop")), ("quick", steer("none"))], 1).await;
@@ -701,17 +665,8 @@ async fn an_operation_whose_caller_left_keeps_its_slot_until_it_ends() {
     let call = client.call("spin", budget(1_500), Call::GetInfo(reference("a")));
     let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
     assert!(gave_up.is_err(), "the caller leaves before the answer");
-    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a")));
-    assert_eq!(
-        quick().await,
-        Err(TransportError::Refused("busy")),
-        "the abandoned operation still runs and holds its slot"
-    );
-    tokio::time::sleep(Duration::from_millis(1_600)).await;
-    assert!(
-        matches!(quick().await, Ok(Outcome::Ok(_))),
-        "the slot is free once it ended"
-    );
+    let why = "the abandoned operation still runs and holds its slot";
+    slot_held_until_it_ends(&client, Duration::from_millis(1_600), why).await;
     node.stop().await;
 }
 
@@ -741,17 +696,8 @@ async fn an_operation_outlives_the_connection_dropped_under_it() {
         Err(TransportError::Lost),
         "its connection was dropped"
     );
-    let quick = || client.call("quick", budget(1_000), Call::GetInfo(reference("a")));
-    assert_eq!(
-        quick().await,
-        Err(TransportError::Refused("busy")),
-        "the operation still runs and holds its slot"
-    );
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
-    assert!(
-        matches!(quick().await, Ok(Outcome::Ok(_))),
-        "the slot is free once it ended"
-    );
+    let why = "the operation still runs and holds its slot";
+    slot_held_until_it_ends(&client, Duration::from_millis(2_500), why).await;
     node.stop().await;
 }
 
@@ -816,9 +762,7 @@ async fn the_proxy_declares_what_it_forwards_and_exposes_checkpoints_only_when_d
 
 #[tokio::test]
 async fn health_and_a_full_walk_over_tcp() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-    let address = free.local_addr().expect("address");
-    drop(free);
+    let address = free_address();
     let node = serve_on(&[("plain", steer("none"))], 8, Some(address), READ_TIMEOUT).await;
     let client = node.client_at(&Endpoint::Tcp(address));
     let health = client.health(budget(5_000)).await.expect("health");
@@ -838,11 +782,7 @@ async fn health_and_a_full_walk_over_tcp() {
     let result = provider
         .run_command(
             reference("a"),
-            Command {
-                args: vec!["cat".into()],
-                directory: None,
-                stdin: Some(stdin.clone()),
-            },
+            command(&["cat"], Some(stdin.clone())),
             budget(5_000),
         )
         .await
@@ -956,7 +896,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         while let Ok((mut stream, _)) = listener.accept().await {
             let (kinds, answers) = (kinds.clone(), answers.clone());
             tokio::spawn(async move {
-                let request = crate::node_limits::read_message(&mut stream).await;
+                let request = read_message(&mut stream).await;
                 if request.starts_with("GET /kinds") {
                     let answer = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{PROTOCOL_HEADER}: {PROTOCOL_VERSION}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{kinds}",
@@ -988,7 +928,7 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
             });
         }
     });
-    let token = token_in(dir.path());
+    let token = token_in(dir.path(), TOKEN);
     let client = NodeClient::new(&Endpoint::Unix(socket.clone()), token.expose()).expect("client");
     let provider = RemoteProvider::connect(client, &registry, "plain", budget(5_000))
         .await
@@ -1028,28 +968,12 @@ async fn an_answer_that_is_not_a_frame_is_unknown() {
         Err(TransportError::BadFrame),
         "a refusal code outside the fixed set"
     );
-    let command = Command {
-        args: vec!["true".into()],
-        directory: None,
-        stdin: None,
-    };
     assert_eq!(
         provider
-            .run_command(reference("a"), command, budget(2_000))
+            .run_command(reference("a"), command(&["true"], None), budget(2_000))
             .await,
         Err(Error::CommandUnconfirmed)
     );
-}
-
-/// Everything the server sends on `stream` until it closes it, or `None`
-/// if it is still open after `patience`.
-async fn until_closed(stream: &mut tokio::net::UnixStream, patience: Duration) -> Option<String> {
-    use tokio::io::AsyncReadExt;
-    let mut answer = Vec::new();
-    match tokio::time::timeout(patience, stream.read_to_end(&mut answer)).await {
-        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
-        Err(_) => None,
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

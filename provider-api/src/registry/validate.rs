@@ -319,6 +319,20 @@ mod tests {
         }
     }
 
+    /// [`row`] granted the HTTP origins `http` and, of those, `credential`.
+    fn origins(http: &[&str], credential: &[&str]) -> Registration {
+        let owned = |origins: &[&str]| origins.iter().map(|o| o.to_string()).collect();
+        Registration {
+            grants: Grants {
+                docker: true,
+                http_origins: owned(http),
+                credential_origins: owned(credential),
+                ..Grants::default()
+            },
+            ..row()
+        }
+    }
+
     fn field_error(registration: &Registration) -> Option<&'static str> {
         match validate_registration(registration) {
             Err(RegistrationError::InvalidField { field, .. }) => Some(field),
@@ -454,45 +468,18 @@ mod tests {
                 "grants.docker",
             ),
             (
-                Registration {
-                    grants: Grants {
-                        docker: true,
-                        http_origins: vec!["http://vendor.example".into()],
-                        credential_origins: Vec::new(),
-                        receipts: false,
-                        microsandbox: false,
-                        http_endpoint: None,
-                    },
-                    ..row()
-                },
+                origins(&["http://vendor.example"], &[]),
                 "grants.http_origins",
             ),
             (
-                Registration {
-                    grants: Grants {
-                        docker: true,
-                        http_origins: vec!["https://vendor.example/path".into()],
-                        credential_origins: Vec::new(),
-                        receipts: false,
-                        microsandbox: false,
-                        http_endpoint: None,
-                    },
-                    ..row()
-                },
+                origins(&["https://vendor.example/path"], &[]),
                 "grants.http_origins",
             ),
             (
-                Registration {
-                    grants: Grants {
-                        docker: true,
-                        http_origins: vec!["https://api.vendor.example".into()],
-                        credential_origins: vec!["https://files.vendor.example".into()],
-                        receipts: false,
-                        microsandbox: false,
-                        http_endpoint: None,
-                    },
-                    ..row()
-                },
+                origins(
+                    &["https://api.vendor.example"],
+                    &["https://files.vendor.example"],
+                ),
                 "grants.credential_origins",
             ),
             (

@@ -57,6 +57,29 @@ fn exited(result: Result<CommandResult, Error>) -> Result<CommandResult, String>
     }
 }
 
+/// `args` run in incarnation `target` exit 0 with `expected` as stdout.
+async fn reads(
+    checkpoint: &impl CheckpointProvider,
+    allocation: &Reference,
+    target: &Compute,
+    args: &[&str],
+    expected: &[u8],
+    budget: Budget,
+) -> Result<serde_json::Value, String> {
+    let command = command(args, None);
+    let result = checkpoint
+        .run_command_compute(allocation.clone(), target.clone(), command, budget)
+        .await;
+    exited(result).and_then(|result| match result.stdout == expected {
+        true => Ok(command_json(&result)),
+        false => Err(format!(
+            "`{}` answered {}",
+            args.join(" "),
+            command_json(&result)
+        )),
+    })
+}
+
 /// What the walk made, for its cleanup.
 #[derive(Default)]
 struct Made {
@@ -185,31 +208,25 @@ async fn steps<C: CheckpointProvider>(
     let resumed = step("resume", police::resumed(resumed, &resume).map_err(code))?;
     let target = resumed.compute;
     made.target = Some(target.clone());
-    let read = checkpoint
-        .run_command_compute(
-            allocation.clone(),
-            target.clone(),
-            command(&["cat", KEPT_FILE], None),
-            budget,
-        )
-        .await;
-    let read = exited(read).and_then(|result| match result.stdout == KEPT {
-        true => Ok(command_json(&result)),
-        false => Err(format!("the file reads {}", command_json(&result))),
-    });
+    let read = reads(
+        checkpoint,
+        allocation,
+        &target,
+        &["cat", KEPT_FILE],
+        KEPT,
+        budget,
+    )
+    .await;
     step("run-command-compute (the file, generation 1)", read)?;
-    let again = checkpoint
-        .run_command_compute(
-            allocation.clone(),
-            target.clone(),
-            command(&["pidof", "oac-daemon"], None),
-            budget,
-        )
-        .await;
-    let again = exited(again).and_then(|result| match result.stdout == pid {
-        true => Ok(command_json(&result)),
-        false => Err(format!("another daemon: {}", command_json(&result))),
-    });
+    let again = reads(
+        checkpoint,
+        allocation,
+        &target,
+        &["pidof", "oac-daemon"],
+        &pid,
+        budget,
+    )
+    .await;
     step("run-command-compute (the same daemon, generation 1)", again)?;
     // An observation names only the native id: it finds generation 1.
     let observed = provider

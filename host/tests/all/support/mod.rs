@@ -15,8 +15,13 @@ use std::sync::Arc;
 
 pub(crate) const INSTALLATION: &str = "inst-test";
 
+pub(crate) mod cli;
+pub(crate) mod engine;
 pub(crate) mod node;
 pub(crate) mod proxy;
+pub(crate) use engine::{
+    create_foreign_volume, engine_client, engine_sh, remove_containers, remove_volume, unique,
+};
 pub(crate) use node::{EngineNode, TestNode};
 pub(crate) use oac_fixtures::docker_engine::FakeDockerEngine;
 pub(crate) use oac_fixtures::runtime_image;
@@ -185,11 +190,36 @@ impl FakeEngine {
 
     /// Seeds a volume labelled for another installation.
     pub(crate) fn seed_foreign_volume(&self, name: &str) {
-        let labels = std::collections::BTreeMap::from([(
-            "io.oac.installation".to_string(),
-            "someone-else".to_string(),
-        )]);
-        self.engine.insert_volume(name, labels);
+        self.engine.insert_volume(name, foreign_labels());
+    }
+}
+
+/// The labels of a resource another installation owns.
+pub(crate) fn foreign_labels() -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([(
+        "io.oac.installation".to_string(),
+        "someone-else".to_string(),
+    )])
+}
+
+/// Writes `contents` to `path`, readable by its owner alone (a token or a
+/// key file, which the host refuses otherwise).
+pub(crate) fn write_private(path: &std::path::Path, contents: impl AsRef<[u8]>) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, contents).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+/// A steerable kind's grants: HTTP to `origin` alone, its credential sent
+/// there too, and nothing else.
+pub(crate) fn http_grants(origin: &str) -> sandbox_host::registry::Grants {
+    sandbox_host::registry::Grants {
+        docker: false,
+        http_origins: vec![origin.to_string()],
+        credential_origins: vec![origin.to_string()],
+        receipts: false,
+        microsandbox: false,
+        http_endpoint: None,
     }
 }
 
@@ -221,4 +251,109 @@ where
     let handler = move |request: axum::extract::Request| answer(request, recorded.clone());
     let origin = serve_on_loopback(axum::Router::new().fallback(handler)).await;
     (origin, seen)
+}
+
+/// Serves HTTP/1 (upgrades included) for the rest of the test on a Unix
+/// socket `name` in a directory of its own, `answer` answering each
+/// request: the socket and its directory.
+pub(crate) fn serve_unix<F, A, B, E>(name: &str, answer: F) -> (PathBuf, tempfile::TempDir)
+where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> A + Clone + Send + 'static,
+    A: Future<Output = Result<hyper::Response<B>, E>> + Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join(name);
+    let listener = tokio::net::UnixListener::bind(&socket).expect("bind");
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let service = hyper::service::service_fn(answer.clone());
+            tokio::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    (socket, dir)
+}
+
+/// A loopback address no one listens on (yet).
+pub(crate) fn free_address() -> std::net::SocketAddr {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    free.local_addr().expect("address")
+}
+
+/// A node token file in `dir` holding `token`, as the node reads it.
+pub(crate) fn token_in(dir: &std::path::Path, token: &str) -> sandbox_host::node_config::Token {
+    let path = dir.join("token");
+    write_private(&path, token);
+    sandbox_host::node_config::Token::read(&path).expect("token")
+}
+
+/// Everything the server sends on `stream` until it closes it, or `None`
+/// if it is still open after `patience`.
+pub(crate) async fn until_closed(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    patience: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    match tokio::time::timeout(patience, stream.read_to_end(&mut answer)).await {
+        Ok(_) => Some(String::from_utf8_lossy(&answer).into_owned()),
+        Err(_) => None,
+    }
+}
+
+/// One HTTP message as text: its head, then as much body as it announces
+/// (or what came before the stream ended).
+pub(crate) async fn read_message(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&seen).to_string();
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text[..head_end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if seen.len() >= head_end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&seen).to_string(),
+            Ok(read) => seen.extend_from_slice(&buffer[..read]),
+        }
+    }
+}
+
+/// Sends `request` on `stream`: all the server answered before it closed
+/// the connection, which it must within 5 s.
+pub(crate) async fn answered_and_closed(
+    stream: &mut tokio::net::UnixStream,
+    request: &[u8],
+) -> String {
+    use tokio::io::AsyncWriteExt;
+    stream.write_all(request).await.expect("write");
+    until_closed(stream, std::time::Duration::from_secs(5))
+        .await
+        .expect("the server answers and closes")
+}
+
+/// A receipt store in a directory of its own: the test keeps the directory
+/// as long as it uses the store.
+pub(crate) fn receipt_store() -> (tempfile::TempDir, sandbox_host::ReceiptStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sandbox_host::ReceiptStore::open(dir.path()).expect("store");
+    (dir, store)
 }

@@ -6,7 +6,6 @@
 use sandbox_host::Host;
 use sandbox_host::node_config::{Listen, Token};
 use sandbox_host::transport::{Endpoint, Node, NodeClient, RemoteProvider, ServeError};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -129,11 +128,7 @@ impl TestNodeBuilder {
     pub(crate) async fn start(self) -> TestNode {
         let dir = tempfile::tempdir().expect("tempdir");
         let socket = dir.path().join("node.sock");
-        let token_path = dir.path().join("token");
-        std::fs::write(&token_path, self.token).expect("token");
-        std::fs::set_permissions(&token_path, std::fs::Permissions::from_mode(0o600))
-            .expect("chmod");
-        let token = Token::read(&token_path).expect("token");
+        let token = super::token_in(dir.path(), self.token);
         let listen = (self.listen)(dir.path()).unwrap_or(Listen {
             unix: Some(socket.clone()),
             ..Listen::default()

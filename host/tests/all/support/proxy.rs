@@ -11,7 +11,7 @@ use sandbox_host::transport::wire::frame;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixStream;
 
 /// The proxy's shared state.
 #[derive(Default)]
@@ -143,24 +143,10 @@ async fn frames(
 impl Proxy {
     /// Starts a proxy for the engine at `engine`.
     pub(crate) async fn start(engine: PathBuf) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let socket = dir.path().join("proxy.sock");
-        let listener = UnixListener::bind(&socket).expect("bind proxy");
         let state = Arc::new(State::default());
         let shared = state.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (engine, state) = (engine.clone(), shared.clone());
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        forward(engine.clone(), state.clone(), request)
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades()
-                        .await;
-                });
-            }
+        let (socket, dir) = super::serve_unix("proxy.sock", move |request| {
+            forward(engine.clone(), shared.clone(), request)
         });
         Self {
             socket,

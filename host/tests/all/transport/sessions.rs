@@ -3,7 +3,6 @@
 //! client does with an answer marked last.
 
 use super::*;
-use crate::node_limits::read_message;
 use sandbox_host::transport::wire::frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -81,12 +80,18 @@ fn refused(code: &str, last: bool) -> Option<(serde_json::Value, bool)> {
     Some((serde_json::json!({ "refused": code }), last))
 }
 
+/// A `get-info` of `plain` on `session` is answered with a success
+/// (`why` it must be).
+async fn answered_ok(session: &mut UnixStream, why: &str) {
+    send(session, &get_info("plain", 5_000)).await;
+    assert!(is_ok(&answer(session).await), "{why}");
+}
+
 /// A node serving `plain`, and a session on it that has answered a call.
 async fn serve_with_a_session_in_use() -> (Served, UnixStream) {
     let node = serve(&[("plain", steer("none"))], 8).await;
     let mut session = open(&node).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(is_ok(&answer(&mut session).await));
+    answered_ok(&mut session, "a call on the session").await;
     (node, session)
 }
 
@@ -101,11 +106,11 @@ async fn a_session_runs_calls_in_turn_and_ends_only_when_out_of_step() {
         refused("invalid", false),
         "a budget outside 1..=120000"
     );
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(
-        is_ok(&answer(&mut session).await),
-        "refusals that read the whole frame keep the session in step"
-    );
+    answered_ok(
+        &mut session,
+        "refusals that read the whole frame keep the session in step",
+    )
+    .await;
     let oversized = (MAX_REQUEST_BYTES as u32 + 1).to_be_bytes();
     session.write_all(&oversized).await.expect("write");
     assert_eq!(
@@ -188,11 +193,7 @@ async fn a_busy_session_skips_the_frame_and_stays_in_step() {
     assert_eq!(answer(&mut session).await, refused("busy", false));
     let _ = spinning.await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(
-        is_ok(&answer(&mut session).await),
-        "the same session, in step"
-    );
+    answered_ok(&mut session, "the same session, in step").await;
     node.stop().await;
 }
 
@@ -224,8 +225,7 @@ async fn serve_retiring_after(lifetime: Duration) -> Served {
 async fn past_its_lifetime_a_session_marks_its_answer_last() {
     let node = serve_retiring_after(Duration::from_millis(200)).await;
     let mut session = open(&node).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(is_ok(&answer(&mut session).await));
+    answered_ok(&mut session, "a call on the session").await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     answers_once_more_then_ends(&mut session).await;
     node.stop().await;
@@ -242,21 +242,24 @@ async fn a_connection_past_its_lifetime_still_answers_one_frame() {
     node.stop().await;
 }
 
+/// A node serving `plain` that waits at most `read_timeout` for what it
+/// reads, and a session on it.
+async fn session_reading_for(read_timeout: Duration) -> (Served, UnixStream) {
+    let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
+    let session = open(&node).await;
+    (node, session)
+}
+
 #[tokio::test]
 async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() {
     let read_timeout = Duration::from_secs(1);
-    let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
-    let mut session = open(&node).await;
+    let (node, mut session) = session_reading_for(read_timeout).await;
     // A frame every fifth of the read timeout, for three read timeouts.
     let started = Instant::now();
     let mut last_answer = Instant::now();
     while started.elapsed() < read_timeout * 3 {
         tokio::time::sleep(read_timeout / 5).await;
-        send(&mut session, &get_info("plain", 5_000)).await;
-        assert!(
-            is_ok(&answer(&mut session).await),
-            "a session in use stays open"
-        );
+        answered_ok(&mut session, "a session in use stays open").await;
         last_answer = Instant::now();
     }
     // Then only a prefix begun: idle all the same.
@@ -278,15 +281,13 @@ async fn a_session_in_use_outlives_its_read_timeout_and_an_idle_one_is_closed() 
 #[tokio::test]
 async fn a_frame_trickled_byte_by_byte_does_not_extend_its_wait() {
     let read_timeout = Duration::from_secs(2);
-    let node = serve_on(&[("plain", steer("none"))], 8, None, read_timeout).await;
+    let (node, mut session) = session_reading_for(read_timeout).await;
 
     // A prefix: three bytes within the read timeout (the last at 0.9 of
     // it), the rest of the frame at 1.7. The session is closed at 1.0;
     // had each byte restarted the wait, it would still be open at 1.7
     // (until 1.9) and the frame would be answered.
-    let mut session = open(&node).await;
-    send(&mut session, &get_info("plain", 5_000)).await;
-    assert!(is_ok(&answer(&mut session).await));
+    answered_ok(&mut session, "a call on the session").await;
     let request = frame::request_of(&get_info("plain", 5_000));
     // (A write may fail: on a loaded runner the node may have closed the
     // session before a late byte, and has closed it before the rest.)
