@@ -6,6 +6,9 @@
 //! [`load_unpoliced`] lets every answer through as the component gave it,
 //! so the suite judges the component itself. [`DirectEngine`] is the
 //! host's Engine transport alone, the floor benchmarks compare with.
+//! [`TestHost`] and its companions load hosts from the staged components
+//! for every test and bench crate; they panic on what a test cannot go on
+//! without.
 
 pub use crate::capability::Action;
 pub use crate::capability::boundary::{Effect, Fault, ImportCall, NativeHook, NativeRequest};
